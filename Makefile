@@ -1,0 +1,60 @@
+GO       ?= go
+PKGS     ?= ./...
+BENCHOUT ?= bench.txt
+
+.PHONY: all build run test test-short vet lint fmt-check fuzz bench bench-smoke update-golden tidy-check clean
+
+all: build
+
+build:
+	$(GO) build -o schedstatd ./cmd/schedstatd
+
+run: build
+	./schedstatd
+
+# test is what CI runs: formatting, vet, module hygiene, the race-enabled
+# suite, and every benchmark once so none rots.
+test: fmt-check vet tidy-check
+	$(GO) test -race -count=1 -timeout 20m $(PKGS)
+	$(MAKE) bench-smoke
+
+test-short:
+	$(GO) test -short -count=1 $(PKGS)
+
+vet:
+	$(GO) vet $(PKGS)
+
+lint: vet fmt-check
+
+fmt-check:
+	@out=$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go')); \
+	if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
+
+tidy-check:
+	@cp go.mod /tmp/schedstatd.go.mod.bak; cp go.sum /tmp/schedstatd.go.sum.bak; \
+	$(GO) mod tidy; \
+	if ! cmp -s go.mod /tmp/schedstatd.go.mod.bak || ! cmp -s go.sum /tmp/schedstatd.go.sum.bak; then \
+		echo "go.mod/go.sum not tidy; run go mod tidy"; \
+		cp /tmp/schedstatd.go.mod.bak go.mod; cp /tmp/schedstatd.go.sum.bak go.sum; exit 1; fi
+
+FUZZTIME ?= 60s
+fuzz:
+	@for pkg in $$($(GO) list ./...); do \
+		for f in $$($(GO) test -list '^Fuzz' $$pkg | grep '^Fuzz'); do \
+			echo "== $$pkg $$f"; \
+			$(GO) test -run '^$$' -fuzz "^$$f$$" -fuzztime $(FUZZTIME) $$pkg || exit 1; \
+		done; \
+	done
+
+bench:
+	$(GO) test -run '^$$' -bench . -benchmem -count=10 $(PKGS) | tee $(BENCHOUT)
+	$(GO) run golang.org/x/perf/cmd/benchstat@latest $(BENCHOUT)
+
+bench-smoke:
+	$(GO) test -run '^$$' -bench . -benchtime=1x -benchmem $(PKGS)
+
+update-golden:
+	$(GO) test ./... -run Golden -update
+
+clean:
+	rm -f schedstatd $(BENCHOUT)

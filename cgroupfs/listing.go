@@ -1,0 +1,55 @@
+package cgroupfs
+
+// Cgroup is one cgroup's entry in a Listing: its place in the tree, the
+// threads that are its own members (not its descendants'), and its own CPU
+// counter.
+type Cgroup struct {
+	// Path is relative to the hierarchy root and starts with "/"; the root
+	// itself is "/".
+	Path string
+	// Parent is the index of the parent cgroup in Listing.Cgroups, or -1
+	// for the root. A parent always comes before its children.
+	Parent int
+	// TIDs are the thread ids listed in the cgroup's own cgroup.threads
+	// (v2) or tasks (v1) file.
+	TIDs []int32
+	// UsageNanoseconds is the cgroup's own CPU counter, descendants
+	// included: cpuacct.usage on v1, cpu.stat usage_usec times 1000 on v2.
+	// It is valid only when HasUsage is true.
+	UsageNanoseconds uint64
+	// HasUsage reports whether UsageNanoseconds was read.
+	HasUsage bool
+}
+
+// Listing is one pass's view of a cgroup hierarchy. Cgroups[0] is the root
+// of the walked hierarchy. A Listing is reused from pass to pass: Cgroups
+// and each TIDs slice keep their capacity, so a steady-state walk allocates
+// nothing per thread.
+type Listing struct {
+	Cgroups []Cgroup
+}
+
+// Reset empties l for the next pass and keeps its capacity.
+func (l *Listing) Reset() { l.Cgroups = l.Cgroups[:0] }
+
+// Add appends a cgroup with no threads and returns a pointer to it, reusing
+// the TIDs capacity that slot held in an earlier pass. The pointer is valid
+// until the next call to Add.
+func (l *Listing) Add(path string, parent int) *Cgroup {
+	if len(l.Cgroups) < cap(l.Cgroups) {
+		l.Cgroups = l.Cgroups[:len(l.Cgroups)+1]
+	} else {
+		l.Cgroups = append(l.Cgroups, Cgroup{})
+	}
+	c := &l.Cgroups[len(l.Cgroups)-1]
+	*c = Cgroup{Path: path, Parent: parent, TIDs: c.TIDs[:0]}
+	return c
+}
+
+// Lister produces a Listing. A Lister is owned by one goroutine.
+type Lister interface {
+	// List fills l, after resetting it, with the current hierarchy. An
+	// error means the root could not be read and l must not be used;
+	// cgroups removed while being walked are left out without an error.
+	List(l *Listing) error
+}
