@@ -46,6 +46,24 @@ func (l *Listing) Add(path string, parent int) *Cgroup {
 	return c
 }
 
+// trimSlack is how far beyond its length a reused TIDs slice may stay
+// before Trim lets it go.
+const trimSlack = 1024
+
+// Trim drops the thread-id buffers that are far larger than what they held
+// in this pass, so a burst of threads does not pin its memory for the life
+// of the listing.
+func (l *Listing) Trim() {
+	for i := range l.Cgroups {
+		if c := &l.Cgroups[i]; cap(c.TIDs) > 2*len(c.TIDs)+trimSlack {
+			c.TIDs = append([]int32(nil), c.TIDs...)
+		}
+	}
+	if cap(l.Cgroups) > 2*len(l.Cgroups)+trimSlack {
+		l.Cgroups = append([]Cgroup(nil), l.Cgroups...)
+	}
+}
+
 // Lister produces a Listing. A Lister is owned by one goroutine.
 type Lister interface {
 	// List fills l, after resetting it, with the current hierarchy. An

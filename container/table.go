@@ -1,0 +1,232 @@
+package container
+
+import (
+	"errors"
+	"fmt"
+
+	"github.com/schedstatd/schedstatd/cgroupfs"
+	"github.com/schedstatd/schedstatd/schedstat"
+)
+
+// ErrClosed is returned by Pass after Close.
+var ErrClosed = errors.New("container: table closed")
+
+// minRebuild is the slack below which an oversized task map is left alone:
+// rebuilding a small map saves little and costs an allocation.
+const minRebuild = 1024
+
+// entry is one tracked task.
+type entry struct {
+	h     TaskHandle
+	start uint64
+	last  schedstat.Stat // counters at the last good read
+	cg    *cgroupState   // cgroup the last increase was credited to
+	seen  uint64         // pass that last read or listed the task
+}
+
+// Table is the node-wide task table and the per-cgroup totals. It is owned
+// by one goroutine: Pass, Exit, Snapshot and Close must not be called
+// concurrently.
+type Table struct {
+	lister  cgroupfs.Lister
+	opener  TaskOpener
+	listing cgroupfs.Listing
+	buf     []byte
+
+	tasks map[int32]*entry
+	peak  int // largest len(tasks) since the map was made
+
+	cgroups  cgroupSet
+	graves   graveyard
+	pass     uint64
+	closed   bool
+	counters Counters
+}
+
+// NewTable returns a table that lists cgroups with lister and opens tasks
+// with opener.
+func NewTable(lister cgroupfs.Lister, opener TaskOpener) *Table {
+	return &Table{
+		lister:  lister,
+		opener:  opener,
+		buf:     make([]byte, schedstat.BufferSize),
+		tasks:   make(map[int32]*entry),
+		cgroups: newCgroupSet(),
+	}
+}
+
+// Pass lists the hierarchy, reads every listed task once, folds tasks that
+// exited and cgroups that were removed, and rolls the totals up. If the
+// listing fails, nothing changes and the error is returned. A steady-state
+// pass over known tasks and cgroups allocates nothing.
+func (t *Table) Pass() error {
+	if t.closed {
+		return ErrClosed
+	}
+	if err := t.lister.List(&t.listing); err != nil {
+		t.counters.FailedPasses++
+		return fmt.Errorf("list cgroups: %w", err)
+	}
+	if len(t.listing.Cgroups) == 0 {
+		t.counters.FailedPasses++
+		return errors.New("list cgroups: empty listing")
+	}
+	t.pass++
+	order := t.cgroups.begin(t.pass, &t.listing)
+	for i := range t.listing.Cgroups {
+		cg := order[i]
+		for _, tid := range t.listing.Cgroups[i].TIDs {
+			t.account(tid, cg)
+		}
+	}
+	t.sweep()
+	t.cgroups.end(t.pass)
+	t.graves.rotate()
+	t.shrink()
+	t.listing.Trim()
+	t.counters.Passes++
+	return nil
+}
+
+// account reads the listed task tid and credits its increase to cg.
+func (t *Table) account(tid int32, cg *cgroupState) {
+	if tid <= 0 {
+		// A task outside the reader's PID namespace (kernels before 6.18).
+		return
+	}
+	e := t.tasks[tid]
+	if e == nil {
+		t.add(tid, cg)
+		return
+	}
+	if e.seen == t.pass {
+		// Listed twice in one pass: it moved while the walk was between
+		// its two cgroups. It was read once already.
+		t.counters.Duplicates++
+		return
+	}
+	st, err := e.h.Read(t.buf)
+	switch {
+	case err == nil:
+		t.credit(e, cg, st)
+		cg.tasks++
+	case schedstat.IsGone(err):
+		// The task behind e was reaped. If the id is taken again, that is
+		// another task: it counts from its own start.
+		t.retire(tid, e)
+		if t.add(tid, cg) {
+			t.counters.Reuses++
+		}
+	default:
+		t.readError(err)
+		e.seen = t.pass
+		e.cg = cg
+		cg.tasks++
+	}
+}
+
+// add opens a task seen for the first time and credits its counters since
+// its start to cg. It reports whether the task is now tracked.
+func (t *Table) add(tid int32, cg *cgroupState) bool {
+	h, err := t.opener.Open(tid)
+	if err != nil {
+		if !schedstat.IsGone(err) {
+			t.readError(err)
+		}
+		return false
+	}
+	st, err := h.Read(t.buf)
+	if err != nil {
+		h.Close()
+		if !schedstat.IsGone(err) {
+			t.readError(err)
+		}
+		return false
+	}
+	e := &entry{h: h, start: h.StartTime()}
+	t.credit(e, cg, st)
+	cg.tasks++
+	t.tasks[tid] = e
+	t.peak = max(t.peak, len(t.tasks))
+	return true
+}
+
+// credit adds the increase of st over e's last reading to cg.
+func (t *Table) credit(e *entry, cg *cgroupState, st schedstat.Stat) {
+	cg = cg.live()
+	cg.own = cg.own.Add(st.Since(e.last))
+	e.last = st
+	e.cg = cg
+	e.seen = t.pass
+}
+
+// sweep reads every tracked task this pass did not list. A task that is
+// still readable is alive but was missed by the walk, or is a zombie whose
+// counters are final: its increase goes to the cgroup it was last credited
+// to. A task that is gone is retired with what was counted for it.
+func (t *Table) sweep() {
+	for tid, e := range t.tasks {
+		if e.seen == t.pass {
+			continue
+		}
+		st, err := e.h.Read(t.buf)
+		switch {
+		case err == nil:
+			t.credit(e, e.cg, st)
+			t.counters.Unlisted++
+		case schedstat.IsGone(err):
+			t.retire(tid, e)
+		default:
+			// Not listed and not readable: let it go rather than hold an
+			// fd for a task no pass can account.
+			t.readError(err)
+			t.retire(tid, e)
+		}
+	}
+}
+
+// retire drops a task whose handle reports it gone. What was counted for it
+// stays counted; an exit record that arrives later adds only its final
+// stretch.
+func (t *Table) retire(tid int32, e *entry) {
+	e.h.Close()
+	delete(t.tasks, tid)
+	t.counters.Exits++
+	t.graves.bury(tid, e)
+}
+
+func (t *Table) readError(err error) {
+	t.counters.ReadErrors[ReasonOf(err)]++
+}
+
+// shrink rebuilds the task map when it once grew far beyond what it holds
+// now, since a Go map keeps its largest size after deletes.
+func (t *Table) shrink() {
+	n := len(t.tasks)
+	if t.peak <= 2*n+minRebuild {
+		return
+	}
+	m := make(map[int32]*entry, n)
+	for tid, e := range t.tasks {
+		m[tid] = e
+	}
+	t.tasks = m
+	t.peak = n
+	t.counters.Rebuilds++
+}
+
+// Len returns the number of tasks tracked, each holding one open handle.
+func (t *Table) Len() int { return len(t.tasks) }
+
+// Close closes every handle the table holds. Pass fails after Close.
+func (t *Table) Close() error {
+	var errs []error
+	for tid, e := range t.tasks {
+		if err := e.h.Close(); err != nil {
+			errs = append(errs, err)
+		}
+		delete(t.tasks, tid)
+	}
+	t.closed = true
+	return errors.Join(errs...)
+}

@@ -1,0 +1,39 @@
+package container
+
+import "github.com/schedstatd/schedstatd/schedstat"
+
+// TaskHandle reads one task's counters from the moment the task was first
+// seen. Read must fail with an error for which schedstat.IsGone is true once
+// the task it was opened for has exited, and must never read another task
+// that took the same id.
+type TaskHandle interface {
+	// StartTime returns the task's start time in clock ticks since boot.
+	StartTime() uint64
+	// Read returns the task's counters, using buf (at least
+	// schedstat.BufferSize bytes) as scratch space.
+	Read(buf []byte) (schedstat.Stat, error)
+	// Close releases the handle.
+	Close() error
+}
+
+// TaskOpener opens handles on tasks by thread id.
+type TaskOpener interface {
+	// Open opens a handle on the task that holds tid now.
+	Open(tid int32) (TaskHandle, error)
+}
+
+// ProcOpener opens tasks through a procfs mount with schedstat.Open, keeping
+// one fd per task.
+type ProcOpener struct {
+	// Root is the procfs mount point, such as "/proc".
+	Root string
+}
+
+// Open implements TaskOpener.
+func (o ProcOpener) Open(tid int32) (TaskHandle, error) {
+	t, err := schedstat.Open(o.Root, tid)
+	if err != nil {
+		return nil, err
+	}
+	return t, nil
+}

@@ -1,0 +1,208 @@
+// Package testproc starts real helper processes for tests: the test binary
+// re-executed with a number of threads that spin on a CPU until told to
+// exit. Call Main from TestMain so the re-executed binary becomes the
+// helper instead of running tests.
+package testproc
+
+import (
+	"bufio"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"runtime"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"golang.org/x/sys/unix"
+)
+
+const envMode = "SCHEDSTATD_TESTPROC_THREADS"
+
+// Main turns the process into a helper when it was started by Start, and
+// returns otherwise. Call it first in TestMain.
+func Main() {
+	s := os.Getenv(envMode)
+	if s == "" {
+		return
+	}
+	n, err := strconv.Atoi(s)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "testproc:", err)
+		os.Exit(2)
+	}
+	helper(n)
+	os.Exit(0)
+}
+
+// helper starts n threads that spin until a byte arrives on stdin, prints
+// their ids, and exits when stdin closes. Each worker stays locked to its
+// thread when it returns, so the Go runtime ends the thread with it.
+func helper(n int) {
+	tids := make(chan int, n)
+	release := make(chan struct{})
+	for range n {
+		go func() {
+			runtime.LockOSThread()
+			tids <- unix.Gettid()
+			for {
+				select {
+				case <-release:
+					return
+				default:
+					for i := 0; i < 100000; i++ {
+					}
+				}
+			}
+		}()
+	}
+	ids := make([]string, n)
+	for i := range ids {
+		ids[i] = strconv.Itoa(<-tids)
+	}
+	fmt.Println("tids", strings.Join(ids, " "))
+	in := bufio.NewReader(os.Stdin)
+	if _, err := in.ReadByte(); err != nil {
+		return
+	}
+	close(release)
+	io.Copy(io.Discard, in)
+}
+
+// Proc is a running helper process.
+type Proc struct {
+	Cmd *exec.Cmd
+	// PID is the process id; Workers are the ids of the spinning threads.
+	PID     int
+	Workers []int32
+	stdin   io.WriteCloser
+	done    chan struct{}
+}
+
+// Start starts a helper with the given number of spinning threads and
+// waits until they all run. The process is killed and reaped when the test
+// ends. attr, if not nil, is used as the command's SysProcAttr.
+func Start(t testing.TB, threads int, attr *syscall.SysProcAttr) *Proc {
+	t.Helper()
+	cmd := exec.Command(os.Args[0], "-test.run=^$")
+	cmd.Env = append(os.Environ(), envMode+"="+strconv.Itoa(threads))
+	cmd.Stderr = os.Stderr
+	cmd.SysProcAttr = attr
+	stdin, err := cmd.StdinPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatalf("start helper: %v", err)
+	}
+	p := &Proc{Cmd: cmd, PID: cmd.Process.Pid, stdin: stdin, done: make(chan struct{})}
+	t.Cleanup(p.Kill)
+	line, err := bufio.NewReader(stdout).ReadString('\n')
+	if err != nil {
+		t.Fatalf("helper %d: %v", p.PID, err)
+	}
+	for _, f := range strings.Fields(line)[1:] {
+		id, err := strconv.Atoi(f)
+		if err != nil {
+			t.Fatalf("helper said %q", line)
+		}
+		p.Workers = append(p.Workers, int32(id))
+	}
+	return p
+}
+
+// Release tells the workers to exit and waits until their threads are gone.
+func (p *Proc) Release(t testing.TB) {
+	t.Helper()
+	if _, err := p.stdin.Write([]byte{1}); err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for _, tid := range p.Workers {
+		for {
+			_, err := os.Stat(fmt.Sprintf("/proc/%d/task/%d", p.PID, tid))
+			if os.IsNotExist(err) {
+				break
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("thread %d of %d did not exit", tid, p.PID)
+			}
+			time.Sleep(time.Millisecond)
+		}
+	}
+}
+
+// Signal sends sig to the process.
+func (p *Proc) Signal(t testing.TB, sig syscall.Signal) {
+	t.Helper()
+	if err := syscall.Kill(p.PID, sig); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// Stop stops every thread with SIGSTOP and waits until all are stopped, so
+// their counters hold still.
+func (p *Proc) Stop(t testing.TB) {
+	t.Helper()
+	p.Signal(t, syscall.SIGSTOP)
+	deadline := time.Now().Add(10 * time.Second)
+	for _, tid := range p.Threads(t) {
+		for State(p.PID, tid) != 'T' {
+			if time.Now().After(deadline) {
+				t.Fatalf("thread %d of %d did not stop", tid, p.PID)
+			}
+			time.Sleep(time.Millisecond)
+		}
+	}
+}
+
+// Threads returns the ids of all the process's threads now.
+func (p *Proc) Threads(t testing.TB) []int32 {
+	t.Helper()
+	ents, err := os.ReadDir(fmt.Sprintf("/proc/%d/task", p.PID))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var tids []int32
+	for _, e := range ents {
+		id, err := strconv.Atoi(e.Name())
+		if err != nil {
+			t.Fatal(err)
+		}
+		tids = append(tids, int32(id))
+	}
+	return tids
+}
+
+// Kill kills and reaps the process; calling it again does nothing.
+func (p *Proc) Kill() {
+	select {
+	case <-p.done:
+		return
+	default:
+	}
+	close(p.done)
+	p.Cmd.Process.Kill()
+	p.Cmd.Wait()
+}
+
+// State returns the state letter of /proc/<pid>/task/<tid>/stat ('R',
+// 'S', 'T', 'Z', ...), or 0 if it cannot be read.
+func State(pid int, tid int32) byte {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/task/%d/stat", pid, tid))
+	if err != nil {
+		return 0
+	}
+	i := strings.LastIndexByte(string(b), ')')
+	if i < 0 || i+2 >= len(b) {
+		return 0
+	}
+	return b[i+2]
+}
