@@ -22,6 +22,15 @@ import (
 
 const envMode = "SCHEDSTATD_TESTPROC_THREADS"
 
+// In a helper, the main goroutine keeps the main thread, so no worker runs
+// on the thread group leader: workers can then exit while the process
+// lives on. Package initialisation runs on the main thread.
+func init() {
+	if os.Getenv(envMode) != "" {
+		runtime.LockOSThread()
+	}
+}
+
 // Main turns the process into a helper when it was started by Start, and
 // returns otherwise. Call it first in TestMain.
 func Main() {
@@ -137,6 +146,12 @@ func (p *Proc) Release(t testing.TB) {
 			time.Sleep(time.Millisecond)
 		}
 	}
+}
+
+// Cont resumes a stopped process.
+func (p *Proc) Cont(t testing.TB) {
+	t.Helper()
+	p.Signal(t, syscall.SIGCONT)
 }
 
 // Signal sends sig to the process.
