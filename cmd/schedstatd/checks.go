@@ -1,0 +1,47 @@
+package main
+
+import (
+	"fmt"
+	"log/slog"
+
+	"golang.org/x/sys/unix"
+)
+
+// checkProcfs fails unless dir is a procfs mount.
+func checkProcfs(dir string) error {
+	var st unix.Statfs_t
+	if err := unix.Statfs(dir, &st); err != nil {
+		return fmt.Errorf("--path.procfs %s: %w", dir, err)
+	}
+	if st.Type != unix.PROC_SUPER_MAGIC {
+		return fmt.Errorf("--path.procfs %s: not a procfs mount (filesystem type 0x%x)", dir, st.Type)
+	}
+	return nil
+}
+
+// fdWant is the open-file limit the daemon asks for: one fd is kept per
+// live thread on the node.
+const fdWant = 1 << 20
+
+// raiseFDLimit raises RLIMIT_NOFILE as far as the kernel and privileges
+// allow, since the table keeps one fd per live thread. The Go runtime
+// already raises the soft limit to the hard one; with CAP_SYS_RESOURCE the
+// hard limit can go up to fs.nr_open too.
+func raiseFDLimit(logger *slog.Logger) {
+	var lim unix.Rlimit
+	if err := unix.Getrlimit(unix.RLIMIT_NOFILE, &lim); err != nil {
+		return
+	}
+	for want := uint64(fdWant); want > lim.Max; want /= 2 {
+		if unix.Setrlimit(unix.RLIMIT_NOFILE, &unix.Rlimit{Cur: want, Max: want}) == nil {
+			lim = unix.Rlimit{Cur: want, Max: want}
+			break
+		}
+	}
+	if lim.Cur < lim.Max {
+		if unix.Setrlimit(unix.RLIMIT_NOFILE, &unix.Rlimit{Cur: lim.Max, Max: lim.Max}) == nil {
+			lim.Cur = lim.Max
+		}
+	}
+	logger.Debug("open-file limit", "soft", lim.Cur, "hard", lim.Max)
+}

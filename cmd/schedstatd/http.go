@@ -1,0 +1,115 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"strconv"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+	versioncollector "github.com/prometheus/client_golang/prometheus/collectors/version"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+	"github.com/prometheus/common/version"
+	"github.com/prometheus/exporter-toolkit/web"
+	"github.com/schedstatd/schedstatd/collector"
+)
+
+// maxPassWait bounds how long a scrape waits for its fresh pass when the
+// scraper sends no timeout; after it, the scrape gets the latest totals.
+const maxPassWait = 10 * time.Second
+
+// newMux serves the landing page, the metrics and /healthz.
+func newMux(cfg *config, poller *collector.Poller, hostPID bool, logger *slog.Logger) http.Handler {
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(
+		collector.NewExporter(poller),
+		poller.Duration(),
+		versioncollector.NewCollector("schedstatd"),
+		collectors.NewGoCollector(),
+		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
+		prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+			Name: "schedstatd_host_pid_namespace",
+			Help: "1 if the daemon runs in the host's PID namespace and sees every task; 0 means hostPID: true is missing.",
+		}, func() float64 { return boolFloat(hostPID) }),
+	)
+	metrics := promhttp.HandlerFor(reg, promhttp.HandlerOpts{
+		ErrorLog:      slog.NewLogLogger(logger.Handler(), slog.LevelError),
+		ErrorHandling: promhttp.ContinueOnError,
+	})
+
+	mux := http.NewServeMux()
+	mux.Handle(cfg.metricsPath, limit(cfg.maxRequests, fresh(poller, metrics, logger)))
+	mux.HandleFunc("/healthz", func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+		if err := poller.Health(time.Now()); err != nil {
+			w.WriteHeader(http.StatusServiceUnavailable)
+			fmt.Fprintf(w, "unhealthy: %v\n", err)
+			return
+		}
+		fmt.Fprintln(w, "ok")
+	})
+	if cfg.metricsPath != "/" {
+		landing, err := web.NewLandingPage(web.LandingConfig{
+			Name:        "schedstatd",
+			Description: "Per-cgroup CPU scheduler statistics: time on a CPU, time waiting on a runqueue, timeslices.",
+			Version:     version.Info(),
+			Links: []web.LandingLinks{
+				{Address: cfg.metricsPath, Text: "Metrics"},
+				{Address: "/healthz", Text: "Health"},
+			},
+		})
+		if err != nil {
+			logger.Error("landing page", "err", err)
+		} else {
+			mux.Handle("/", landing)
+		}
+	}
+	return mux
+}
+
+// fresh runs a pass before next answers, so a scrape shows the totals of
+// that moment. It waits at most the scraper's timeout (or maxPassWait);
+// after that the scrape gets the latest totals.
+func fresh(poller *collector.Poller, next http.Handler, logger *slog.Logger) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		wait := maxPassWait
+		if s := r.Header.Get("X-Prometheus-Scrape-Timeout-Seconds"); s != "" {
+			if sec, err := strconv.ParseFloat(s, 64); err == nil && sec > 0 {
+				wait = min(wait, time.Duration(sec*float64(time.Second)*0.9))
+			}
+		}
+		ctx, cancel := context.WithTimeout(r.Context(), wait)
+		if _, err := poller.Fresh(ctx); err != nil {
+			logger.Debug("scrape served the latest totals without a fresh pass", "err", err)
+		}
+		cancel()
+		next.ServeHTTP(w, r)
+	})
+}
+
+// limit answers 503 when max scrapes are in flight already.
+func limit(max int, next http.Handler) http.Handler {
+	if max <= 0 {
+		return next
+	}
+	sem := make(chan struct{}, max)
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		select {
+		case sem <- struct{}{}:
+			defer func() { <-sem }()
+			next.ServeHTTP(w, r)
+		default:
+			http.Error(w, fmt.Sprintf("too many scrapes in flight (--web.max-requests=%d)", max), http.StatusServiceUnavailable)
+		}
+	})
+}
+
+func boolFloat(b bool) float64 {
+	if b {
+		return 1
+	}
+	return 0
+}

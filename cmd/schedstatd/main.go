@@ -1,0 +1,146 @@
+// Command schedstatd reports, for every cgroup on a node, how long its
+// threads ran on a CPU, how long they waited on a runqueue and how many
+// timeslices they got, as Prometheus counters.
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"os"
+	"os/signal"
+	"syscall"
+	"time"
+
+	"github.com/alecthomas/kingpin/v2"
+	"github.com/prometheus/common/promslog"
+	"github.com/prometheus/common/promslog/flag"
+	"github.com/prometheus/common/version"
+	"github.com/prometheus/exporter-toolkit/web"
+	"github.com/prometheus/exporter-toolkit/web/kingpinflag"
+	"github.com/schedstatd/schedstatd/cgroupfs"
+	"github.com/schedstatd/schedstatd/collector"
+	"github.com/schedstatd/schedstatd/container"
+)
+
+// defaultAddress is the default listen address. Port 10271 is outside the
+// 9100-9999 range Prometheus exporters have filled and apart from the
+// Kubernetes components' 10248-10259.
+const defaultAddress = ":10271"
+
+// config is what the flags say.
+type config struct {
+	web          *web.FlagConfig
+	metricsPath  string
+	maxRequests  int
+	procfs       string
+	cgroupfs     string
+	hierarchy    string
+	interval     time.Duration
+	shutdownWait time.Duration
+	log          promslog.Config
+}
+
+func main() {
+	os.Exit(run(os.Args[1:]))
+}
+
+// run is main, returning the exit code, so tests can drive it.
+func run(args []string) int {
+	app := kingpin.New("schedstatd", "Per-cgroup CPU scheduler statistics (run time, runqueue wait, timeslices) as Prometheus metrics.")
+	cfg := parseFlags(app)
+	if _, err := app.Parse(args); err != nil {
+		fmt.Fprintf(os.Stderr, "schedstatd: %v\n", err)
+		return 2
+	}
+	logger := promslog.New(&cfg.log)
+	if err := serve(cfg, logger); err != nil {
+		logger.Error("schedstatd failed", "err", err)
+		return 1
+	}
+	return 0
+}
+
+func parseFlags(app *kingpin.Application) *config {
+	cfg := &config{log: promslog.Config{}}
+	cfg.web = kingpinflag.AddFlags(app, defaultAddress)
+	app.Flag("web.telemetry-path", "Path under which to expose metrics.").Default("/metrics").StringVar(&cfg.metricsPath)
+	app.Flag("web.max-requests", "Maximum number of scrapes served at once; more are answered 503. 0 means no limit.").Default("40").IntVar(&cfg.maxRequests)
+	app.Flag("path.procfs", "procfs mount point: the host's /proc (the daemon needs hostPID in a pod).").Default("/proc").StringVar(&cfg.procfs)
+	app.Flag("path.cgroupfs", "cgroup filesystem root: the host's /sys/fs/cgroup.").Default("/sys/fs/cgroup").StringVar(&cfg.cgroupfs)
+	app.Flag("cgroup.hierarchy", "Hierarchy to walk: empty chooses (v2 root, else v1 cpuacct, cpu, name=systemd); or unified, cpuacct, cpu, systemd.").Default("").StringVar(&cfg.hierarchy)
+	app.Flag("collect.interval", "Time between background passes; every scrape also runs a fresh pass.").Default("1s").DurationVar(&cfg.interval)
+	app.Flag("web.shutdown-timeout", "How long to let scrapes in flight finish on SIGTERM or SIGINT.").Default("5s").DurationVar(&cfg.shutdownWait)
+	flag.AddFlags(app, &cfg.log)
+	app.Version(version.Print("schedstatd"))
+	app.HelpFlag.Short('h')
+	return cfg
+}
+
+// serve checks the configuration, then collects and serves until SIGTERM or
+// SIGINT.
+func serve(cfg *config, logger *slog.Logger) error {
+	if cfg.interval <= 0 {
+		return fmt.Errorf("--collect.interval must be positive, got %s", cfg.interval)
+	}
+	if err := checkProcfs(cfg.procfs); err != nil {
+		return err
+	}
+	if *cfg.web.WebConfigFile != "" {
+		if err := web.Validate(*cfg.web.WebConfigFile); err != nil {
+			return fmt.Errorf("--web.config.file %s: %w", *cfg.web.WebConfigFile, err)
+		}
+	}
+	h, err := cgroupfs.Open(cfg.cgroupfs, cfg.hierarchy)
+	if err != nil {
+		return err
+	}
+	host, err := cgroupfs.InitialPIDNamespace(cfg.procfs)
+	if err != nil {
+		return err
+	}
+	if !host {
+		logger.Warn("not in the host PID namespace: tasks of other namespaces are invisible in cgroup files; run the pod with hostPID: true")
+	}
+	raiseFDLimit(logger)
+	logger.Info("starting schedstatd", "version", version.Info(), "hierarchy", h.Name(), "cgroup_version", h.Version().String(), "dir", h.Dir(), "interval", cfg.interval)
+
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
+	defer stop()
+
+	poller := collector.NewPoller(container.NewTable(h, container.ProcOpener{Root: cfg.procfs}), cfg.interval, logger)
+	polled := make(chan error, 1)
+	go func() { polled <- poller.Run(ctx) }()
+
+	server := &http.Server{
+		Handler:           newMux(cfg, poller, host, logger),
+		ReadHeaderTimeout: 10 * time.Second,
+		ReadTimeout:       30 * time.Second,
+		IdleTimeout:       2 * time.Minute,
+		MaxHeaderBytes:    64 << 10,
+	}
+	served := make(chan error, 1)
+	go func() { served <- web.ListenAndServe(server, cfg.web, logger) }()
+
+	select {
+	case err := <-served:
+		stop()
+		<-polled
+		return fmt.Errorf("serve: %w", err)
+	case <-ctx.Done():
+	}
+	logger.Info("shutting down")
+	sctx, cancel := context.WithTimeout(context.Background(), cfg.shutdownWait)
+	defer cancel()
+	if err := server.Shutdown(sctx); err != nil && !errors.Is(err, context.DeadlineExceeded) {
+		logger.Warn("shutdown", "err", err)
+	}
+	<-polled
+	if err := <-served; err != nil && !errors.Is(err, http.ErrServerClosed) {
+		return fmt.Errorf("serve: %w", err)
+	}
+	logger.Info("stopped; all task fds closed")
+	return nil
+}

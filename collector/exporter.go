@@ -1,0 +1,102 @@
+package collector
+
+import (
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/schedstatd/schedstatd/cgroupfs"
+	"github.com/schedstatd/schedstatd/container"
+)
+
+const namespace = "schedstatd"
+
+// containerLabels are the labels of every container series, as kubelet's
+// cAdvisor endpoint has them, so dashboards and queries port over.
+var containerLabels = []string{"id", "name", "container", "pod", "namespace", "image"}
+
+var (
+	runDesc = prometheus.NewDesc("container_cpu_schedstat_run_seconds_total",
+		"Time the cgroup's tasks ran on a CPU, from /proc/<tid>/schedstat, descendants included.", containerLabels, nil)
+	waitDesc = prometheus.NewDesc("container_cpu_schedstat_runqueue_seconds_total",
+		"Time the cgroup's tasks waited on a runqueue for a CPU, from /proc/<tid>/schedstat, descendants included.", containerLabels, nil)
+	periodsDesc = prometheus.NewDesc("container_cpu_schedstat_run_periods_total",
+		"Timeslices the cgroup's tasks ran, from /proc/<tid>/schedstat, descendants included.", containerLabels, nil)
+	usageDesc = prometheus.NewDesc("container_cpu_usage_seconds_total",
+		"The cgroup's own CPU counter (cpuacct.usage on v1, cpu.stat usage_usec on v2), descendants included.", containerLabels, nil)
+	tasksDesc = prometheus.NewDesc("container_schedstat_tasks",
+		"Live tasks (threads) listed in the cgroup and its descendants at the last pass.", containerLabels, nil)
+
+	passesDesc = prometheus.NewDesc(namespace+"_collections_total",
+		"Accounting passes completed.", nil, nil)
+	failedDesc = prometheus.NewDesc(namespace+"_collection_errors_total",
+		"Accounting passes that failed to list the cgroup hierarchy; totals stay as they were.", nil, nil)
+	trackedDesc = prometheus.NewDesc(namespace+"_tasks_tracked",
+		"Tasks the table tracks, each with one open file descriptor.", nil, nil)
+	exitsDesc = prometheus.NewDesc(namespace+"_task_exits_total",
+		"Tracked tasks found exited and retired with what was counted for them.", nil, nil)
+	reusesDesc = prometheus.NewDesc(namespace+"_task_reuses_total",
+		"Thread ids found taken by a new task; the old task kept its time.", nil, nil)
+	unlistedDesc = prometheus.NewDesc(namespace+"_task_unlisted_reads_total",
+		"Reads of tasks a pass did not list: zombies and tasks that moved mid-walk.", nil, nil)
+	readErrorsDesc = prometheus.NewDesc(namespace+"_read_errors_total",
+		"Failed reads of tasks that still exist, by reason; each costs at most that task's increase.", []string{"reason"}, nil)
+	lastPassDesc = prometheus.NewDesc(namespace+"_last_collection_timestamp_seconds",
+		"Unix time of the last completed pass.", nil, nil)
+	cgroupsDesc = prometheus.NewDesc(namespace+"_cgroups",
+		"Cgroups in the walked hierarchy at the last pass.", nil, nil)
+)
+
+// Exporter is an unchecked prometheus.Collector of a Poller's latest
+// snapshot. It may be collected from any goroutine.
+type Exporter struct {
+	poller *Poller
+}
+
+// NewExporter returns an exporter of p's snapshots.
+func NewExporter(p *Poller) *Exporter { return &Exporter{poller: p} }
+
+// Describe sends nothing: the exporter is unchecked, since its series come
+// and go with cgroups.
+func (e *Exporter) Describe(chan<- *prometheus.Desc) {}
+
+// Collect sends the container series of every cgroup in the latest
+// snapshot and the poller's own counters.
+func (e *Exporter) Collect(ch chan<- prometheus.Metric) {
+	s := e.poller.Last()
+	for i := range s.Cgroups {
+		collectCgroup(ch, &s.Cgroups[i])
+	}
+	c := s.Counters
+	counter(ch, passesDesc, float64(c.Passes))
+	counter(ch, failedDesc, float64(c.FailedPasses))
+	counter(ch, exitsDesc, float64(c.Exits))
+	counter(ch, reusesDesc, float64(c.Reuses))
+	counter(ch, unlistedDesc, float64(c.Unlisted))
+	ch <- prometheus.MustNewConstMetric(trackedDesc, prometheus.GaugeValue, float64(c.Tracked))
+	ch <- prometheus.MustNewConstMetric(cgroupsDesc, prometheus.GaugeValue, float64(len(s.Cgroups)))
+	for _, r := range container.Reasons() {
+		ch <- prometheus.MustNewConstMetric(readErrorsDesc, prometheus.CounterValue, float64(c.ReadErrorsFor(r)), r.String())
+	}
+	if !s.Time.IsZero() {
+		ch <- prometheus.MustNewConstMetric(lastPassDesc, prometheus.GaugeValue, float64(s.Time.UnixNano())/1e9)
+	}
+}
+
+func counter(ch chan<- prometheus.Metric, d *prometheus.Desc, v float64) {
+	ch <- prometheus.MustNewConstMetric(d, prometheus.CounterValue, v)
+}
+
+// collectCgroup sends the five container series of one cgroup.
+func collectCgroup(ch chan<- prometheus.Metric, c *container.CgroupStats) {
+	id := cgroupfs.ParseIdentity(c.Path)
+	// container, pod, namespace and image come from the container
+	// runtime, which this exporter does not ask.
+	lv := []string{c.Path, id.Name, "", "", "", ""}
+	ch <- prometheus.MustNewConstMetric(runDesc, prometheus.CounterValue, seconds(c.Stat.RunNanoseconds), lv...)
+	ch <- prometheus.MustNewConstMetric(waitDesc, prometheus.CounterValue, seconds(c.Stat.WaitNanoseconds), lv...)
+	ch <- prometheus.MustNewConstMetric(periodsDesc, prometheus.CounterValue, float64(c.Stat.Timeslices), lv...)
+	if c.HasUsage {
+		ch <- prometheus.MustNewConstMetric(usageDesc, prometheus.CounterValue, seconds(c.UsageNanoseconds), lv...)
+	}
+	ch <- prometheus.MustNewConstMetric(tasksDesc, prometheus.GaugeValue, float64(c.Tasks), lv...)
+}
+
+func seconds(ns uint64) float64 { return float64(ns) / 1e9 }

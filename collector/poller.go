@@ -1,0 +1,160 @@
+package collector
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"sync"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/schedstatd/schedstatd/container"
+)
+
+// staleIntervals is how many intervals may pass without a good pass before
+// the Poller calls itself unhealthy.
+const staleIntervals = 3
+
+// Poller runs passes of one task table, in the background and on request.
+// Its methods may be called from any goroutine; Run owns the table.
+type Poller struct {
+	table    *container.Table
+	interval time.Duration
+	logger   *slog.Logger
+	requests chan chan *container.Snapshot
+	done     chan struct{}
+	duration prometheus.Histogram
+
+	mu       sync.Mutex
+	last     *container.Snapshot
+	lastGood time.Time
+	lastErr  error
+	started  time.Time
+}
+
+// NewPoller returns a poller of table that runs a pass every interval once
+// Run is called.
+func NewPoller(table *container.Table, interval time.Duration, logger *slog.Logger) *Poller {
+	return &Poller{
+		table:    table,
+		interval: interval,
+		logger:   logger,
+		requests: make(chan chan *container.Snapshot),
+		done:     make(chan struct{}),
+		duration: prometheus.NewHistogram(prometheus.HistogramOpts{
+			Namespace: namespace,
+			Name:      "collection_duration_seconds",
+			Help:      "Time one accounting pass took: listing the cgroups and reading every task.",
+			Buckets:   []float64{.0005, .001, .0025, .005, .01, .025, .05, .1, .25, .5, 1, 2.5},
+		}),
+		last:    &container.Snapshot{},
+		started: time.Now(),
+	}
+}
+
+// Duration is the histogram of pass durations, for registration.
+func (p *Poller) Duration() prometheus.Histogram { return p.duration }
+
+// Run runs a pass at once, then every interval and on every request, until
+// ctx is done. It then closes the table, releasing every fd it holds.
+func (p *Poller) Run(ctx context.Context) error {
+	defer close(p.done)
+	defer p.table.Close()
+	ticker := time.NewTicker(p.interval)
+	defer ticker.Stop()
+	p.pass()
+	for {
+		var waiters []chan *container.Snapshot
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-ticker.C:
+		case w := <-p.requests:
+			waiters = append(waiters, w)
+		}
+		// Everyone already waiting shares this pass.
+	drain:
+		for {
+			select {
+			case w := <-p.requests:
+				waiters = append(waiters, w)
+			default:
+				break drain
+			}
+		}
+		s := p.pass()
+		for _, w := range waiters {
+			w <- s
+		}
+	}
+}
+
+// pass runs one pass and publishes its snapshot.
+func (p *Poller) pass() *container.Snapshot {
+	start := time.Now()
+	err := p.table.Pass()
+	p.duration.Observe(time.Since(start).Seconds())
+	s := p.table.Snapshot()
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if err != nil {
+		if p.lastErr == nil || p.lastErr.Error() != err.Error() {
+			p.logger.Error("pass failed; serving the last good totals", "err", err)
+		}
+		p.lastErr = err
+		// The table is unchanged by a failed pass; only the counters moved.
+		s.Cgroups = p.last.Cgroups
+	} else {
+		if p.lastErr != nil {
+			p.logger.Info("passes succeed again")
+		}
+		p.lastErr = nil
+		p.lastGood = s.Time
+	}
+	p.last = s
+	return s
+}
+
+// Fresh asks for a pass and returns its snapshot. If ctx ends first, or the
+// poller is stopped, it returns the latest snapshot and the reason.
+func (p *Poller) Fresh(ctx context.Context) (*container.Snapshot, error) {
+	reply := make(chan *container.Snapshot, 1)
+	select {
+	case p.requests <- reply:
+	case <-ctx.Done():
+		return p.Last(), ctx.Err()
+	case <-p.done:
+		return p.Last(), fmt.Errorf("collector: poller stopped")
+	}
+	select {
+	case s := <-reply:
+		return s, nil
+	case <-ctx.Done():
+		return p.Last(), ctx.Err()
+	}
+}
+
+// Last returns the latest snapshot; before the first pass it is empty.
+func (p *Poller) Last() *container.Snapshot {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.last
+}
+
+// Health returns nil while the last good pass is recent, and otherwise an
+// error saying how old it is and why the passes since have failed.
+func (p *Poller) Health(now time.Time) error {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	limit := staleIntervals * p.interval
+	if p.lastGood.IsZero() {
+		if now.Sub(p.started) <= limit {
+			return nil
+		}
+		return fmt.Errorf("no pass has succeeded since start %s ago: %v", now.Sub(p.started).Round(time.Millisecond), p.lastErr)
+	}
+	if age := now.Sub(p.lastGood); age > limit {
+		return fmt.Errorf("last good pass %s ago (limit %s): %v", age.Round(time.Millisecond), limit, p.lastErr)
+	}
+	return nil
+}
