@@ -3,6 +3,7 @@ package schedstat
 import (
 	"errors"
 	"fmt"
+	"io"
 	"strconv"
 
 	"golang.org/x/sys/unix"
@@ -65,10 +66,15 @@ func (t *Task) TID() int32 { return t.tid }
 func (t *Task) StartTime() uint64 { return t.start }
 
 // Read re-reads the task's counters with one pread at offset 0 into buf,
-// which must hold at least BufferSize bytes. It does not allocate. An error
-// for which IsGone is true means the task has been reaped; the fd never reads
-// another task that took the same id.
+// which must hold at least BufferSize bytes; a shorter one is an error
+// wrapping io.ErrShortBuffer. It does not allocate. An error for which
+// IsGone is true means the task has been reaped; the fd never reads another
+// task that took the same id.
 func (t *Task) Read(buf []byte) (Stat, error) {
+	if len(buf) < BufferSize {
+		// A short read can end inside the last number and still parse.
+		return Stat{}, fmt.Errorf("schedstat: read buffer of %d bytes, want at least %d: %w", len(buf), BufferSize, io.ErrShortBuffer)
+	}
 	n, err := pread(t.fd, buf)
 	if err != nil {
 		return Stat{}, err
