@@ -4,14 +4,10 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"strconv"
-	"strings"
-	"sync/atomic"
 	"testing"
-	"time"
 
 	"github.com/schedstatd/schedstatd/cgroupfs"
-	"github.com/schedstatd/schedstatd/internal/e2e"
+	"github.com/schedstatd/schedstatd/internal/testcg"
 	"github.com/schedstatd/schedstatd/internal/testproc"
 	"github.com/schedstatd/schedstatd/schedstat"
 )
@@ -19,76 +15,6 @@ import (
 func TestMain(m *testing.M) {
 	testproc.Main()
 	os.Exit(m.Run())
-}
-
-var cgroupSeq atomic.Int32
-
-// makeCgroup creates a cgroup under the v1 hierarchy (or "unified") named
-// hierarchy, and removes it when the test ends, moving any task left in it
-// to the hierarchy root first.
-func makeCgroup(t *testing.T, hierarchy string) string {
-	t.Helper()
-	e2e.RequireRoot(t)
-	root := filepath.Join("/sys/fs/cgroup", hierarchy)
-	if _, err := os.Stat(root); err != nil {
-		e2e.Unavailable(t, "no cgroup hierarchy at "+root)
-	}
-	dir := filepath.Join(root, fmt.Sprintf("schedstatd-test-%d-%d", os.Getpid(), cgroupSeq.Add(1)))
-	if err := os.Mkdir(dir, 0o755); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { removeCgroup(t, root, dir) })
-	return dir
-}
-
-// removeCgroup removes dir and its children, deepest first.
-func removeCgroup(t *testing.T, root, dir string) {
-	ents, _ := os.ReadDir(dir)
-	for _, e := range ents {
-		if e.IsDir() {
-			removeCgroup(t, root, filepath.Join(dir, e.Name()))
-		}
-	}
-	deadline := time.Now().Add(5 * time.Second)
-	for {
-		for _, pid := range readIDs(t, filepath.Join(dir, "cgroup.procs")) {
-			os.WriteFile(filepath.Join(root, "cgroup.procs"), []byte(strconv.Itoa(int(pid))), 0)
-		}
-		err := os.Remove(dir)
-		if err == nil || os.IsNotExist(err) {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Errorf("remove %s: %v", dir, err)
-			return
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
-}
-
-// moveInto writes pid to the cgroup's cgroup.procs, moving all its threads.
-func moveInto(t *testing.T, dir string, pid int) {
-	t.Helper()
-	if err := os.WriteFile(filepath.Join(dir, "cgroup.procs"), []byte(strconv.Itoa(pid)), 0); err != nil {
-		t.Fatalf("move %d into %s: %v", pid, dir, err)
-	}
-}
-
-// readIDs reads a file of decimal ids, one a line.
-func readIDs(t *testing.T, path string) []int32 {
-	b, err := os.ReadFile(path)
-	if err != nil {
-		return nil
-	}
-	var ids []int32
-	for _, f := range strings.Fields(string(b)) {
-		id, err := strconv.Atoi(f)
-		if err != nil {
-			t.Fatalf("%s: %v", path, err)
-		}
-		ids = append(ids, int32(id))
-	}
-	return ids
 }
 
 // dirLister lists real v1 cgroup directories as a tree: dirs[0] is "/",
@@ -107,12 +33,8 @@ func (d *dirLister) List(l *cgroupfs.Listing) error {
 			path, parent = "/"+filepath.Base(dir), 0
 		}
 		c := l.Add(path, parent)
-		c.TIDs = append(c.TIDs, readIDs(d.t, filepath.Join(dir, "tasks"))...)
-		if b, err := os.ReadFile(filepath.Join(dir, "cpuacct.usage")); err == nil {
-			if n, err := strconv.ParseUint(strings.TrimSpace(string(b)), 10, 64); err == nil {
-				c.UsageNanoseconds, c.HasUsage = n, true
-			}
-		}
+		c.TIDs = append(c.TIDs, testcg.ReadIDs(d.t, filepath.Join(dir, "tasks"))...)
+		c.UsageNanoseconds, c.HasUsage = testcg.Usage(d.t, dir), true
 	}
 	return nil
 }

@@ -14,6 +14,7 @@ import (
 	"github.com/schedstatd/schedstatd/cgroupfs"
 	"github.com/schedstatd/schedstatd/container"
 	"github.com/schedstatd/schedstatd/internal/synth"
+	"github.com/schedstatd/schedstatd/internal/testcg"
 	"github.com/schedstatd/schedstatd/internal/testproc"
 )
 
@@ -121,7 +122,7 @@ func TestRealThreadExitKeepsTotals(t *testing.T) {
 }
 
 func TestRealZombieFinalValuesCount(t *testing.T) {
-	cg := makeCgroup(t, "cpuacct")
+	cg := testcg.Make(t, "cpuacct")
 	cmd := exec.Command("/bin/sh", "-c", "while :; do :; done")
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
@@ -134,7 +135,7 @@ func TestRealZombieFinalValuesCount(t *testing.T) {
 		}
 	})
 	pid := cmd.Process.Pid
-	moveInto(t, cg, pid)
+	testcg.Move(t, cg, pid)
 	table := container.NewTable(&dirLister{t: t, dirs: []string{cg}}, container.ProcOpener{Root: "/proc"})
 	defer table.Close()
 	if err := table.Pass(); err != nil {
@@ -145,7 +146,7 @@ func TestRealZombieFinalValuesCount(t *testing.T) {
 	for testproc.State(pid, int32(pid)) != 'Z' {
 		time.Sleep(time.Millisecond)
 	}
-	if ids := readIDs(t, cg+"/tasks"); len(ids) != 0 {
+	if ids := testcg.ReadIDs(t, cg+"/tasks"); len(ids) != 0 {
 		t.Fatalf("zombie still listed: %v", ids)
 	}
 	final := kernelStat(t, pid, int32(pid))
@@ -170,7 +171,7 @@ func TestRealZombieFinalValuesCount(t *testing.T) {
 }
 
 func TestRealMigrationIsNotCountedTwice(t *testing.T) {
-	parent := makeCgroup(t, "cpuacct")
+	parent := testcg.Make(t, "cpuacct")
 	a, b := parent+"/a", parent+"/b"
 	for _, d := range []string{a, b} {
 		if err := os.Mkdir(d, 0o755); err != nil {
@@ -178,7 +179,7 @@ func TestRealMigrationIsNotCountedTwice(t *testing.T) {
 		}
 	}
 	p := testproc.Start(t, 2, nil)
-	moveInto(t, a, p.PID)
+	testcg.Move(t, a, p.PID)
 	table := container.NewTable(&dirLister{t: t, dirs: []string{parent, a, b}}, container.ProcOpener{Root: "/proc"})
 	defer table.Close()
 	if err := table.Pass(); err != nil {
@@ -191,7 +192,7 @@ func TestRealMigrationIsNotCountedTwice(t *testing.T) {
 	if err := table.Pass(); err != nil {
 		t.Fatal(err)
 	}
-	moveInto(t, b, p.PID)
+	testcg.Move(t, b, p.PID)
 	p.Cont(t)
 	time.Sleep(200 * time.Millisecond)
 	p.Stop(t)

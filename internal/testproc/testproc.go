@@ -96,8 +96,25 @@ type Proc struct {
 // ends. attr, if not nil, is used as the command's SysProcAttr.
 func Start(t testing.TB, threads int, attr *syscall.SysProcAttr) *Proc {
 	t.Helper()
-	cmd := exec.Command(os.Args[0], "-test.run=^$")
-	cmd.Env = append(os.Environ(), envMode+"="+strconv.Itoa(threads))
+	return start(t, exec.Command(os.Args[0], "-test.run=^$"), threads, attr)
+}
+
+// StartIn is Start with the helper in the cgroup at dir from its first
+// instruction: a shell moves itself there and then executes the helper, so
+// the cgroup's own CPU counter sees all of the helper's time.
+func StartIn(t testing.TB, threads int, dir string) *Proc {
+	t.Helper()
+	cmd := exec.Command("/bin/sh", "-c", `echo $$ > "$SCHEDSTATD_TESTPROC_CGROUP/cgroup.procs" && exec "$0" -test.run='^$'`, os.Args[0])
+	cmd.Env = append(os.Environ(), "SCHEDSTATD_TESTPROC_CGROUP="+dir)
+	return start(t, cmd, threads, nil)
+}
+
+func start(t testing.TB, cmd *exec.Cmd, threads int, attr *syscall.SysProcAttr) *Proc {
+	t.Helper()
+	if cmd.Env == nil {
+		cmd.Env = os.Environ()
+	}
+	cmd.Env = append(cmd.Env, envMode+"="+strconv.Itoa(threads))
 	cmd.Stderr = os.Stderr
 	cmd.SysProcAttr = attr
 	stdin, err := cmd.StdinPipe()

@@ -1,0 +1,195 @@
+package main
+
+import (
+	"bytes"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	dto "github.com/prometheus/client_model/go"
+	"github.com/prometheus/common/expfmt"
+	"github.com/prometheus/common/model"
+	"github.com/schedstatd/schedstatd/internal/testproc"
+)
+
+func TestMain(m *testing.M) {
+	testproc.Main()
+	code := m.Run()
+	if binDir != "" {
+		os.RemoveAll(binDir)
+	}
+	os.Exit(code)
+}
+
+var (
+	buildOnce sync.Once
+	binDir    string
+	binPath   string
+	buildErr  error
+)
+
+// binary builds the daemon once per test run.
+func binary(t *testing.T) string {
+	t.Helper()
+	buildOnce.Do(func() {
+		binDir, buildErr = os.MkdirTemp("", "schedstatd-bin-")
+		if buildErr != nil {
+			return
+		}
+		binPath = filepath.Join(binDir, "schedstatd")
+		out, err := exec.Command("go", "build", "-race", "-o", binPath, ".").CombinedOutput()
+		if err != nil {
+			buildErr = fmt.Errorf("go build: %v\n%s", err, out)
+		}
+	})
+	if buildErr != nil {
+		t.Fatal(buildErr)
+	}
+	return binPath
+}
+
+// freeAddr returns a loopback address with a port nothing listens on.
+func freeAddr(t *testing.T) string {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	return l.Addr().String()
+}
+
+// daemon is a running schedstatd.
+type daemon struct {
+	cmd    *exec.Cmd
+	addr   string
+	stderr *bytes.Buffer
+	done   chan error
+}
+
+// startDaemon runs the binary on a free loopback port with args, and waits
+// until it answers. It is stopped with SIGTERM when the test ends.
+func startDaemon(t *testing.T, args ...string) *daemon {
+	t.Helper()
+	d := &daemon{addr: freeAddr(t), stderr: new(bytes.Buffer), done: make(chan error, 1)}
+	d.cmd = exec.Command(binary(t), append([]string{"--web.listen-address=" + d.addr}, args...)...)
+	d.cmd.Stderr = &lockedWriter{w: d.stderr}
+	if err := d.cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	go func() { d.done <- d.cmd.Wait() }()
+	t.Cleanup(func() {
+		d.stop(t)
+		if t.Failed() {
+			t.Logf("daemon log:\n%s", d.log())
+		}
+	})
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		c, err := net.DialTimeout("tcp", d.addr, 100*time.Millisecond)
+		if err == nil {
+			c.Close()
+			return d
+		}
+		select {
+		case err := <-d.done:
+			d.done <- err
+			t.Fatalf("daemon exited: %v\n%s", err, d.log())
+		default:
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("daemon did not listen on %s:\n%s", d.addr, d.log())
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// stop sends SIGTERM and waits for a clean exit.
+func (d *daemon) stop(t *testing.T) {
+	if d.cmd.ProcessState != nil {
+		return
+	}
+	d.cmd.Process.Signal(syscall.SIGTERM)
+	select {
+	case err := <-d.done:
+		d.done <- err
+		if err != nil {
+			t.Errorf("daemon exited with %v after SIGTERM", err)
+		}
+	case <-time.After(15 * time.Second):
+		d.cmd.Process.Kill()
+		t.Errorf("daemon did not stop within 15s of SIGTERM")
+	}
+}
+
+var logMu sync.Mutex
+
+type lockedWriter struct{ w io.Writer }
+
+func (l *lockedWriter) Write(b []byte) (int, error) {
+	logMu.Lock()
+	defer logMu.Unlock()
+	return l.w.Write(b)
+}
+
+func (d *daemon) log() string {
+	logMu.Lock()
+	defer logMu.Unlock()
+	return d.stderr.String()
+}
+
+// scrape fetches url with client and parses the text exposition.
+func scrape(t *testing.T, client *http.Client, url string) map[string]*dto.MetricFamily {
+	t.Helper()
+	resp, err := client.Get(url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		b, _ := io.ReadAll(resp.Body)
+		t.Fatalf("GET %s: %s: %s", url, resp.Status, b)
+	}
+	return scrapeBody(t, resp)
+}
+
+// scrapeBody parses a response in the text exposition format.
+func scrapeBody(t *testing.T, resp *http.Response) map[string]*dto.MetricFamily {
+	t.Helper()
+	p := expfmt.NewTextParser(model.UTF8Validation)
+	mfs, err := p.TextToMetricFamilies(resp.Body)
+	if err != nil {
+		t.Fatalf("parse %s: %v", resp.Request.URL, err)
+	}
+	return mfs
+}
+
+// value returns the value of the series of family name whose id label is
+// id, and whether there is one.
+func value(mfs map[string]*dto.MetricFamily, name, id string) (float64, bool) {
+	mf := mfs[name]
+	if mf == nil {
+		return 0, false
+	}
+	for _, m := range mf.GetMetric() {
+		for _, lp := range m.GetLabel() {
+			if lp.GetName() == "id" && lp.GetValue() == id {
+				switch {
+				case m.Counter != nil:
+					return m.Counter.GetValue(), true
+				case m.Gauge != nil:
+					return m.Gauge.GetValue(), true
+				}
+			}
+		}
+	}
+	return 0, false
+}

@@ -1,0 +1,151 @@
+package collector
+
+import (
+	"context"
+	"errors"
+	"io"
+	"log/slog"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/schedstatd/schedstatd/cgroupfs"
+	"github.com/schedstatd/schedstatd/container"
+	"github.com/schedstatd/schedstatd/internal/synth"
+)
+
+// slowLister lists a synthetic tree slowly and records how many listings
+// ever ran at once.
+type slowLister struct {
+	tree     *synth.Tree
+	delay    time.Duration
+	inFlight atomic.Int32
+	maxSeen  atomic.Int32
+	calls    atomic.Int32
+	fail     atomic.Bool
+}
+
+func (s *slowLister) List(l *cgroupfs.Listing) error {
+	n := s.inFlight.Add(1)
+	defer s.inFlight.Add(-1)
+	for {
+		m := s.maxSeen.Load()
+		if n <= m || s.maxSeen.CompareAndSwap(m, n) {
+			break
+		}
+	}
+	s.calls.Add(1)
+	time.Sleep(s.delay)
+	if s.fail.Load() {
+		return errors.New("cgroup root unreadable")
+	}
+	return s.tree.List(l)
+}
+
+func quietLogger() *slog.Logger { return slog.New(slog.NewTextHandler(io.Discard, nil)) }
+
+func startPoller(t *testing.T, lister cgroupfs.Lister, interval time.Duration) *Poller {
+	t.Helper()
+	k := synth.NewKernel()
+	k.Spawn(1)
+	p := NewPoller(container.NewTable(lister, k), interval, quietLogger())
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() {
+		p.Run(ctx)
+		close(done)
+	}()
+	t.Cleanup(func() {
+		cancel()
+		<-done
+	})
+	return p
+}
+
+func TestConcurrentScrapesShareOnePass(t *testing.T) {
+	tree := synth.NewTree("/")
+	tree.Set("/", 1)
+	l := &slowLister{tree: tree, delay: 30 * time.Millisecond}
+	p := startPoller(t, l, time.Hour)
+	// Let the first pass finish.
+	if _, err := p.Fresh(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	before := l.calls.Load()
+
+	const scrapes = 20
+	start := time.Now()
+	var wg sync.WaitGroup
+	times := make([]time.Time, scrapes)
+	for i := range scrapes {
+		wg.Go(func() {
+			s, err := p.Fresh(context.Background())
+			if err != nil {
+				t.Error(err)
+				return
+			}
+			times[i] = s.Time
+		})
+	}
+	wg.Wait()
+	passes := l.calls.Load() - before
+	t.Logf("%d concurrent scrapes took %d passes", scrapes, passes)
+	if passes < 1 || passes > 2 {
+		t.Errorf("%d concurrent scrapes ran %d passes, want 1 or 2", scrapes, passes)
+	}
+	if m := l.maxSeen.Load(); m != 1 {
+		t.Errorf("%d passes ran at once", m)
+	}
+	for i, ts := range times {
+		if ts.Before(start) {
+			t.Errorf("scrape %d got a snapshot from %v, before it asked at %v", i, ts, start)
+		}
+	}
+}
+
+func TestHealthFollowsPasses(t *testing.T) {
+	tree := synth.NewTree("/")
+	l := &slowLister{tree: tree}
+	const interval = 20 * time.Millisecond
+	p := startPoller(t, l, interval)
+	if _, err := p.Fresh(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if err := p.Health(time.Now()); err != nil {
+		t.Fatalf("healthy poller says %v", err)
+	}
+	l.fail.Store(true)
+	time.Sleep(staleIntervals*interval + 5*interval)
+	err := p.Health(time.Now())
+	if err == nil {
+		t.Fatal("healthy after passes failed for more than three intervals")
+	}
+	t.Logf("health: %v", err)
+	if s := p.Last(); s.Counters.FailedPasses == 0 || len(s.Cgroups) != 1 {
+		t.Errorf("after failures: failed=%d cgroups=%d, want >0 and the last good 1", s.Counters.FailedPasses, len(s.Cgroups))
+	}
+	l.fail.Store(false)
+	if _, err := p.Fresh(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if err := p.Health(time.Now()); err != nil {
+		t.Errorf("after recovery: %v", err)
+	}
+}
+
+func TestFreshGivesUpAtDeadline(t *testing.T) {
+	tree := synth.NewTree("/")
+	l := &slowLister{tree: tree, delay: 200 * time.Millisecond}
+	p := startPoller(t, l, time.Hour)
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Millisecond)
+	defer cancel()
+	start := time.Now()
+	s, err := p.Fresh(ctx)
+	if !errors.Is(err, context.DeadlineExceeded) || s == nil {
+		t.Errorf("Fresh = %v, %v; want the last snapshot and DeadlineExceeded", s, err)
+	}
+	if d := time.Since(start); d > 150*time.Millisecond {
+		t.Errorf("Fresh waited %v past its 20ms deadline", d)
+	}
+}
