@@ -1,0 +1,126 @@
+package collector
+
+import (
+	"bytes"
+	"context"
+	"flag"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/testutil"
+	"github.com/prometheus/common/expfmt"
+	"github.com/schedstatd/schedstatd/container"
+	"github.com/schedstatd/schedstatd/internal/synth"
+)
+
+var update = flag.Bool("update", false, "rewrite golden files")
+
+const (
+	fixtures = "../test/fixtures"
+	golden   = fixtures + "/golden/metrics.prom"
+	ctrID    = "4f1d5c2a9b8e7d6c5b4a39281706f5e4d3c2b1a09f8e7d6c5b4a392817065f4e"
+	dockerID = "a1b2c3d4e5f60718293a4b5c6d7e8f90a1b2c3d4e5f60718293a4b5c6d7e8f90"
+	podSlice = "/kubepods.slice/kubepods-burstable.slice/kubepods-burstable-pod1b2c3d4e_5f60_7182_93a4_b5c6d7e8f901.slice"
+)
+
+// goldenMetrics are the series the golden file pins; the rest (times,
+// durations, go_*, process_*) vary from run to run.
+var goldenMetrics = []string{
+	"container_cpu_schedstat_run_seconds_total",
+	"container_cpu_schedstat_runqueue_seconds_total",
+	"container_cpu_schedstat_run_periods_total",
+	"container_cpu_usage_seconds_total",
+	"container_schedstat_tasks",
+	"schedstatd_collections_total",
+	"schedstatd_read_errors_total",
+	"schedstatd_tasks_tracked",
+	"schedstatd_task_exits_total",
+	"schedstatd_task_reuses_total",
+	"schedstatd_cgroups",
+}
+
+// fixtureExporter is an exporter over one pass of the fixture procfs in
+// test/fixtures/proc (tid 107 holds a malformed schedstat, 108 is missing)
+// and a tree of the cgroup shapes a Kubernetes node has.
+func fixtureExporter(t *testing.T) (*Exporter, *prometheus.Registry) {
+	t.Helper()
+	tree := synth.NewTree("/", "/kubepods.slice", "/kubepods.slice/kubepods-burstable.slice", podSlice,
+		podSlice+"/cri-containerd-"+ctrID+".scope", "/system.slice", "/system.slice/kubelet.service",
+		"/system.slice/docker-"+dockerID+".scope", "/user.slice")
+	tree.Set("/", 106)
+	tree.Set(podSlice+"/cri-containerd-"+ctrID+".scope", 101, 102)
+	tree.Set("/system.slice/kubelet.service", 103)
+	tree.Set("/system.slice/docker-"+dockerID+".scope", 104, 107)
+	tree.Set("/user.slice", 105, 108)
+	tree.Cgroups[0].UsageNanoseconds, tree.Cgroups[0].HasUsage = 40_000_000_000, true
+	tree.Cgroups[4].UsageNanoseconds, tree.Cgroups[4].HasUsage = 4_600_000_000, true
+
+	p := NewPoller(container.NewTable(tree, container.ProcOpener{Root: fixtures + "/proc"}), time.Hour, quietLogger())
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() {
+		p.Run(ctx)
+		close(done)
+	}()
+	t.Cleanup(func() {
+		cancel()
+		<-done
+	})
+	for p.Last().Counters.Passes == 0 {
+		time.Sleep(time.Millisecond)
+	}
+	e := NewExporter(p)
+	reg := prometheus.NewPedanticRegistry()
+	reg.MustRegister(e)
+	return e, reg
+}
+
+func TestGoldenMetrics(t *testing.T) {
+	_, reg := fixtureExporter(t)
+	if *update {
+		mfs, err := reg.Gather()
+		if err != nil {
+			t.Fatal(err)
+		}
+		var buf bytes.Buffer
+		keep := map[string]bool{}
+		for _, n := range goldenMetrics {
+			keep[n] = true
+		}
+		for _, mf := range mfs {
+			if keep[mf.GetName()] {
+				if _, err := expfmt.MetricFamilyToText(&buf, mf); err != nil {
+					t.Fatal(err)
+				}
+			}
+		}
+		if err := os.MkdirAll(filepath.Dir(golden), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(golden, buf.Bytes(), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	f, err := os.Open(golden)
+	if err != nil {
+		t.Fatalf("%v (run with -update to write it)", err)
+	}
+	defer f.Close()
+	if err := testutil.GatherAndCompare(reg, f, goldenMetrics...); err != nil {
+		t.Error(err)
+	}
+}
+
+func TestExporterLint(t *testing.T) {
+	e, _ := fixtureExporter(t)
+	problems, err := testutil.CollectAndLint(e)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range problems {
+		t.Errorf("lint: %s: %s", p.Metric, p.Text)
+	}
+}
