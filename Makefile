@@ -1,4 +1,6 @@
-GO       ?= go
+GO       ?= $(shell command -v go 2>/dev/null || echo /usr/local/go/bin/go)
+VERSION  ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
+LDFLAGS  := -X github.com/prometheus/common/version.Version=$(VERSION) -X github.com/prometheus/common/version.Revision=$(shell git rev-parse HEAD 2>/dev/null)
 PKGS     ?= ./...
 BENCHOUT ?= bench.txt
 
@@ -7,7 +9,7 @@ BENCHOUT ?= bench.txt
 all: build
 
 build:
-	$(GO) build -o schedstatd ./cmd/schedstatd
+	$(GO) build -ldflags '$(LDFLAGS)' -o schedstatd ./cmd/schedstatd
 
 run: build
 	./schedstatd
@@ -27,7 +29,7 @@ vet:
 lint: vet fmt-check
 
 fmt-check:
-	@out=$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go')); \
+	@out=$$($(dir $(GO))gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go')); \
 	if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
 
 tidy-check:
