@@ -149,3 +149,33 @@ func TestFreshGivesUpAtDeadline(t *testing.T) {
 		t.Errorf("Fresh waited %v past its 20ms deadline", d)
 	}
 }
+
+func TestStopClosesEveryHandle(t *testing.T) {
+	k := synth.NewKernel()
+	tree := synth.NewTree("/", "/a")
+	for tid := int32(1); tid <= 50; tid++ {
+		k.Spawn(tid)
+		tree.Cgroups[1].TIDs = append(tree.Cgroups[1].TIDs, tid)
+	}
+	p := NewPoller(container.NewTable(tree, k), time.Hour, quietLogger())
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() {
+		p.Run(ctx)
+		close(done)
+	}()
+	if _, err := p.Fresh(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if k.Handles != 50 {
+		t.Fatalf("%d handles open while running, want 50", k.Handles)
+	}
+	cancel()
+	<-done
+	if k.Handles != 0 {
+		t.Errorf("%d handles still open after the poller stopped", k.Handles)
+	}
+	if _, err := p.Fresh(context.Background()); err == nil {
+		t.Error("Fresh after stop returned no error")
+	}
+}
