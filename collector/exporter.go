@@ -40,6 +40,8 @@ var (
 		"Failed reads of tasks that still exist, by reason; each costs at most that task's increase.", []string{"reason"}, nil)
 	lastPassDesc = prometheus.NewDesc(namespace+"_last_collection_timestamp_seconds",
 		"Unix time of the last completed pass.", nil, nil)
+	unkeptDesc = prometheus.NewDesc(namespace+"_tasks_unkept",
+		"Tracked tasks read by open, read and close each pass because the open-file limit left no fd to keep for them.", nil, nil)
 	cgroupsDesc = prometheus.NewDesc(namespace+"_cgroups",
 		"Cgroups in the walked hierarchy at the last pass.", nil, nil)
 )
@@ -71,6 +73,7 @@ func (e *Exporter) Collect(ch chan<- prometheus.Metric) {
 	counter(ch, reusesDesc, float64(c.Reuses))
 	counter(ch, unlistedDesc, float64(c.Unlisted))
 	ch <- prometheus.MustNewConstMetric(trackedDesc, prometheus.GaugeValue, float64(c.Tracked))
+	ch <- prometheus.MustNewConstMetric(unkeptDesc, prometheus.GaugeValue, float64(c.Unkept))
 	ch <- prometheus.MustNewConstMetric(cgroupsDesc, prometheus.GaugeValue, float64(len(s.Cgroups)))
 	for _, r := range container.Reasons() {
 		ch <- prometheus.MustNewConstMetric(readErrorsDesc, prometheus.CounterValue, float64(c.ReadErrorsFor(r)), r.String())

@@ -30,6 +30,8 @@ type Poller struct {
 	lastGood time.Time
 	lastErr  error
 	started  time.Time
+	// fdWarned is set once the fd limit has been reported.
+	fdWarned bool
 }
 
 // NewPoller returns a poller of table that runs a pass every interval once
@@ -110,6 +112,11 @@ func (p *Poller) pass() *container.Snapshot {
 		}
 		p.lastErr = nil
 		p.lastGood = s.Time
+	}
+	if c := s.Counters; c.Unkept > 0 && !p.fdWarned {
+		p.fdWarned = true
+		p.logger.Warn("open-file limit reached: some threads are read by open, read and close on every pass, which costs more CPU; raise RLIMIT_NOFILE (LimitNOFILE=, or grant CAP_SYS_RESOURCE) above the node's thread count",
+			"threads_unkept", c.Unkept, "threads_tracked", c.Tracked)
 	}
 	p.last = s
 	return s

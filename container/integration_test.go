@@ -64,8 +64,19 @@ func TestRealTreeRollsUp(t *testing.T) {
 			opener := &countingOpener{ProcOpener: container.ProcOpener{Root: "/proc"}, reads: map[int32]int{}}
 			table := container.NewTable(h, opener)
 			defer table.Close()
+			// A baseline with every thread stopped, so the kernel's counters
+			// and the sums can be compared as increases: the shells' time
+			// before they moved themselves in is in the sums, not in the
+			// cgroups' counters.
+			for _, p := range procs {
+				p.Stop(t)
+			}
 			if err := table.Pass(); err != nil {
 				t.Fatal(err)
+			}
+			base := table.Snapshot()
+			for _, p := range procs {
+				p.Cont(t)
 			}
 			time.Sleep(500 * time.Millisecond)
 			for _, p := range procs {
@@ -101,9 +112,13 @@ func TestRealTreeRollsUp(t *testing.T) {
 				if got.Stat != w {
 					t.Errorf("%s = %+v, want the sum of its threads and descendants' %+v", path, got.Stat, w)
 				}
-				kernel := testcg.Usage(t, dir)
-				if !got.HasUsage || !within(got.Stat.RunNanoseconds, kernel, 0.005) {
-					t.Errorf("%s ran %d ns by schedstat; its own counter says %d ns (exported %d, %v)", path, got.Stat.RunNanoseconds, kernel, got.UsageNanoseconds, got.HasUsage)
+				before, _ := base.Lookup(path)
+				ran, counted := got.Stat.RunNanoseconds-before.Stat.RunNanoseconds, got.UsageNanoseconds-before.UsageNanoseconds
+				if !got.HasUsage || !within(ran, counted, 0.001) {
+					t.Errorf("%s ran %d ns by schedstat while its own counter rose %d ns", path, ran, counted)
+				}
+				if kernel := testcg.Usage(t, dir); got.UsageNanoseconds != kernel {
+					t.Errorf("%s: exported usage %d ns, the kernel file says %d ns", path, got.UsageNanoseconds, kernel)
 				}
 			}
 			if c := table.Counters(); c.Duplicates != 0 {

@@ -30,7 +30,10 @@ type procThreads struct {
 }
 
 func (l *procThreads) tree() *synth.Tree {
-	tids := l.p.Threads(l.t)
+	var tids []int32
+	if _, err := os.Stat(fmt.Sprintf("/proc/%d/task", l.p.PID)); err == nil {
+		tids = l.p.Threads(l.t)
+	}
 	if l.only != nil {
 		var keep []int32
 		for _, tid := range tids {

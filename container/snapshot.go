@@ -26,6 +26,9 @@ type Counters struct {
 	Duplicates, Unlisted uint64
 	// Rebuilds counts task maps rebuilt to give memory back.
 	Rebuilds uint64
+	// Unkept is the number of tracked tasks read without a kept fd, when
+	// the opener reports it (ProcOpener with an FDBudget).
+	Unkept int
 	// ReadErrors counts failed reads by Reason.
 	ReadErrors [numReasons]uint64
 }
@@ -88,6 +91,9 @@ func (t *Table) Snapshot() *Snapshot {
 func (t *Table) Counters() Counters {
 	c := t.counters
 	c.Tracked = len(t.tasks)
+	if o, ok := t.opener.(ProcOpener); ok && o.Budget != nil {
+		c.Unkept = o.Budget.Unkept()
+	}
 	return c
 }
 

@@ -5,17 +5,17 @@ import (
 	"fmt"
 	"io"
 	"strconv"
+	"unsafe"
 
 	"golang.org/x/sys/unix"
 )
 
-// BufferSize is enough for any /proc/<tid>/schedstat: three 20-digit
-// numbers, two spaces and a newline.
-const BufferSize = 64
-
-// statBufferSize is enough for /proc/<tid>/stat: 52 numeric fields and a
-// 16-byte command name.
-const statBufferSize = 1024
+// BufferSize is the scratch space Task.Read and Unkept.Read need: enough
+// for any /proc/<tid>/schedstat (three 20-digit numbers) and for
+// /proc/<tid>/stat up to field 22 (a 7-digit id, a command name of at most
+// 64 bytes, and 20 numeric fields of at most 20 digits), which Unkept reads
+// on every pass.
+const BufferSize = 1024
 
 // Task is one task's schedstat file, kept open from the moment the task was
 // first seen. It is not safe for concurrent use.
@@ -30,33 +30,49 @@ type Task struct {
 // task even if tid is being reused. Errors wrap the errno; IsGone reports a
 // task that no longer exists.
 func Open(procRoot string, tid int32) (*Task, error) {
-	dir := procRoot + "/" + strconv.FormatInt(int64(tid), 10)
-	dirfd, err := openat(unix.AT_FDCWD, dir, unix.O_PATH|unix.O_DIRECTORY)
+	dir := taskDir(procRoot, tid)
+	var buf [BufferSize]byte
+	dirfd, start, err := openTask(dir, buf[:])
 	if err != nil {
-		return nil, fmt.Errorf("open %s: %w", dir, err)
+		return nil, err
 	}
 	defer unix.Close(dirfd)
-
-	var buf [statBufferSize]byte
-	statfd, err := openat(dirfd, "stat", unix.O_RDONLY)
+	fd, err := openat(dirfd, schedstatName, unix.O_RDONLY)
 	if err != nil {
-		return nil, fmt.Errorf("open %s/stat: %w", dir, err)
-	}
-	n, err := pread(statfd, buf[:])
-	unix.Close(statfd)
-	if err != nil {
-		return nil, fmt.Errorf("read %s/stat: %w", dir, err)
-	}
-	start, err := ParseStartTime(buf[:n])
-	if err != nil {
-		return nil, fmt.Errorf("%s/stat: %w", dir, err)
-	}
-
-	fd, err := openat(dirfd, "schedstat", unix.O_RDONLY)
-	if err != nil {
-		return nil, fmt.Errorf("open %s/schedstat: %w", dir, err)
+		return nil, fmt.Errorf("open %s/schedstat: %w", dir[:len(dir)-1], err)
 	}
 	return &Task{fd: fd, tid: tid, start: start}, nil
+}
+
+// taskDir returns the task's procfs directory, NUL-terminated; errors
+// print it without the NUL.
+func taskDir(procRoot string, tid int32) []byte {
+	return cstring(procRoot + "/" + strconv.FormatInt(int64(tid), 10))
+}
+
+// openTask opens the task directory dir as an O_PATH fd, which pins the
+// task: files opened through it belong to that task or fail. It returns the
+// fd and the task's start time. buf is scratch space of BufferSize bytes.
+func openTask(cdir []byte, buf []byte) (dirfd int, start uint64, err error) {
+	dirfd, err = openat(unix.AT_FDCWD, cdir, unix.O_PATH|unix.O_DIRECTORY)
+	if err != nil {
+		return -1, 0, fmt.Errorf("open %s: %w", cdir[:len(cdir)-1], err)
+	}
+	statfd, err := openat(dirfd, statName, unix.O_RDONLY)
+	if err != nil {
+		unix.Close(dirfd)
+		return -1, 0, fmt.Errorf("open %s/stat: %w", cdir[:len(cdir)-1], err)
+	}
+	n, err := pread(statfd, buf)
+	unix.Close(statfd)
+	if err == nil {
+		start, err = ParseStartTime(buf[:n])
+	}
+	if err != nil {
+		unix.Close(dirfd)
+		return -1, 0, fmt.Errorf("%s/stat: %w", cdir[:len(cdir)-1], err)
+	}
+	return dirfd, start, nil
 }
 
 // TID returns the task's id.
@@ -98,11 +114,33 @@ func IsGone(err error) bool {
 	return errors.Is(err, unix.ESRCH) || errors.Is(err, unix.ENOENT)
 }
 
-func openat(dirfd int, path string, flags int) (int, error) {
+// Names opened below a task's directory, NUL-terminated for openat.
+var (
+	statName      = []byte("stat\x00")
+	schedstatName = []byte("schedstat\x00")
+)
+
+// cstring returns s NUL-terminated, for openat.
+func cstring(s string) []byte {
+	b := make([]byte, len(s)+1)
+	copy(b, s)
+	return b
+}
+
+// openat opens name, a NUL-terminated path, relative to dirfd (or
+// unix.AT_FDCWD), with O_CLOEXEC added. Unlike unix.Openat it allocates
+// nothing, which keeps Unkept.Read free of allocations.
+func openat(dirfd int, name []byte, flags int) (int, error) {
 	for {
-		fd, err := unix.Openat(dirfd, path, flags|unix.O_CLOEXEC, 0)
-		if err != unix.EINTR {
-			return fd, err
+		fd, _, errno := unix.Syscall6(unix.SYS_OPENAT, uintptr(dirfd),
+			uintptr(unsafe.Pointer(&name[0])), uintptr(flags|unix.O_CLOEXEC), 0, 0, 0)
+		switch errno {
+		case 0:
+			return int(fd), nil
+		case unix.EINTR:
+			continue
+		default:
+			return -1, errno
 		}
 	}
 }

@@ -24,13 +24,13 @@ func checkProcfs(dir string) error {
 const fdWant = 1 << 20
 
 // raiseFDLimit raises RLIMIT_NOFILE as far as the kernel and privileges
-// allow, since the table keeps one fd per live thread. The Go runtime
-// already raises the soft limit to the hard one; with CAP_SYS_RESOURCE the
-// hard limit can go up to fs.nr_open too.
-func raiseFDLimit(logger *slog.Logger) {
+// allow, since the table keeps one fd per live thread, and returns the soft
+// limit it got. The Go runtime already raises the soft limit to the hard
+// one; with CAP_SYS_RESOURCE the hard limit can go up to fs.nr_open too.
+func raiseFDLimit(logger *slog.Logger) uint64 {
 	var lim unix.Rlimit
 	if err := unix.Getrlimit(unix.RLIMIT_NOFILE, &lim); err != nil {
-		return
+		return 1024
 	}
 	for want := uint64(fdWant); want > lim.Max; want /= 2 {
 		if unix.Setrlimit(unix.RLIMIT_NOFILE, &unix.Rlimit{Cur: want, Max: want}) == nil {
@@ -44,4 +44,18 @@ func raiseFDLimit(logger *slog.Logger) {
 		}
 	}
 	logger.Debug("open-file limit", "soft", lim.Cur, "hard", lim.Max)
+	return lim.Cur
+}
+
+// fdReserve is how many fds, out of the soft limit, are left for
+// everything but kept task fds: listeners, scrapes, the cgroup walk, the
+// fds an unkept read opens for a moment.
+func fdReserve(limit uint64) int {
+	return int(min(1024, max(64, limit/10)))
+}
+
+// taskFDBudget returns how many task fds the table may keep open under the
+// soft limit; tasks beyond it are read by open, read and close.
+func taskFDBudget(limit uint64) int {
+	return max(0, int(min(limit, 1<<30))-fdReserve(limit))
 }

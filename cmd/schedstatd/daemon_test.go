@@ -79,8 +79,16 @@ type daemon struct {
 // until it answers. It is stopped with SIGTERM when the test ends.
 func startDaemon(t *testing.T, args ...string) *daemon {
 	t.Helper()
+	return startWrapped(t, nil, args...)
+}
+
+// startWrapped is startDaemon with the daemon run by the command wrapper
+// (such as prlimit or setpriv), if any.
+func startWrapped(t *testing.T, wrapper []string, args ...string) *daemon {
+	t.Helper()
 	d := &daemon{addr: freeAddr(t), stderr: new(bytes.Buffer), done: make(chan error, 1)}
-	d.cmd = exec.Command(binary(t), append([]string{"--web.listen-address=" + d.addr}, args...)...)
+	argv := append(append(append([]string(nil), wrapper...), binary(t), "--web.listen-address="+d.addr), args...)
+	d.cmd = exec.Command(argv[0], argv[1:]...)
 	d.cmd.Stderr = &lockedWriter{w: d.stderr}
 	if err := d.cmd.Start(); err != nil {
 		t.Fatal(err)

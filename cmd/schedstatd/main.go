@@ -104,13 +104,13 @@ func serve(cfg *config, logger *slog.Logger) error {
 	if !host {
 		logger.Warn("not in the host PID namespace: tasks of other namespaces are invisible in cgroup files; run the pod with hostPID: true")
 	}
-	raiseFDLimit(logger)
-	logger.Info("starting schedstatd", "version", version.Info(), "hierarchy", h.Name(), "cgroup_version", h.Version().String(), "dir", h.Dir(), "interval", cfg.interval)
+	budget := &container.FDBudget{Max: taskFDBudget(raiseFDLimit(logger))}
+	logger.Info("starting schedstatd", "version", version.Info(), "hierarchy", h.Name(), "cgroup_version", h.Version().String(), "dir", h.Dir(), "interval", cfg.interval, "task_fd_budget", budget.Max)
 
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
 	defer stop()
 
-	poller := collector.NewPoller(container.NewTable(h, container.ProcOpener{Root: cfg.procfs}), cfg.interval, logger)
+	poller := collector.NewPoller(container.NewTable(h, container.ProcOpener{Root: cfg.procfs, Budget: budget}), cfg.interval, logger)
 	polled := make(chan error, 1)
 	go func() { polled <- poller.Run(ctx) }()
 
