@@ -1,0 +1,99 @@
+package cgroupfs
+
+import (
+	"slices"
+	"unsafe"
+
+	"golang.org/x/sys/unix"
+)
+
+// minRead is the room readAll makes before a read when the buffer is full.
+// Most tasks and cgroup.threads files fit; larger ones grow the buffer,
+// which the walker keeps for the next pass.
+const minRead = 4096
+
+// atCWD is AT_FDCWD, for openat with an absolute path.
+const atCWD = unix.AT_FDCWD
+
+// cstring returns s as a NUL-terminated byte slice for openat. Callers
+// convert once and keep the result: unix.Openat converts its string
+// argument, and so allocates, on every call.
+func cstring(s string) []byte {
+	b := make([]byte, len(s)+1)
+	copy(b, s)
+	return b
+}
+
+// openat opens name, a NUL-terminated path, relative to the directory fd
+// dirfd (or atCWD) with O_CLOEXEC added to flags. It allocates nothing.
+func openat(dirfd int, name []byte, flags int) (int, error) {
+	if len(name) == 0 || name[len(name)-1] != 0 {
+		return -1, unix.EINVAL
+	}
+	for {
+		fd, _, errno := unix.Syscall6(unix.SYS_OPENAT, uintptr(dirfd),
+			uintptr(unsafe.Pointer(&name[0])), uintptr(flags|unix.O_CLOEXEC), 0, 0, 0)
+		switch errno {
+		case 0:
+			return int(fd), nil
+		case unix.EINTR:
+			continue
+		default:
+			return -1, errno
+		}
+	}
+}
+
+// openDir opens the directory name below dirfd for reading its entries.
+func openDir(dirfd int, name []byte) (int, error) {
+	return openat(dirfd, name, unix.O_RDONLY|unix.O_DIRECTORY)
+}
+
+// statxAt returns the inode number and link count of name (NUL-terminated)
+// below dirfd, without following a symlink, using stx as the kernel's
+// buffer. It allocates nothing.
+func statxAt(dirfd int, name []byte, stx *unix.Statx_t) (ino uint64, nlink uint32, err error) {
+	if len(name) == 0 || name[len(name)-1] != 0 {
+		return 0, 0, unix.EINVAL
+	}
+	_, _, errno := unix.Syscall6(unix.SYS_STATX, uintptr(dirfd), uintptr(unsafe.Pointer(&name[0])),
+		unix.AT_SYMLINK_NOFOLLOW|unix.AT_STATX_DONT_SYNC, unix.STATX_INO|unix.STATX_NLINK,
+		uintptr(unsafe.Pointer(stx)), 0)
+	if errno != 0 {
+		return 0, 0, errno
+	}
+	return stx.Ino, stx.Nlink, nil
+}
+
+// readAll reads fd to its end, appending to buf, and returns the extended
+// buffer, grown as needed. On error it returns what was read so far.
+func readAll(fd int, buf []byte) ([]byte, error) {
+	for {
+		if len(buf) == cap(buf) {
+			buf = slices.Grow(buf, max(cap(buf), minRead))
+		}
+		n, err := unix.Read(fd, buf[len(buf):cap(buf)])
+		switch {
+		case err == unix.EINTR:
+			continue
+		case err != nil:
+			return buf, err
+		case n == 0:
+			return buf, nil
+		}
+		buf = buf[:len(buf)+n]
+	}
+}
+
+// readFileAt reads the file name (NUL-terminated) below dirfd into buf,
+// which it empties first, and returns the buffer with the contents. The
+// returned buffer may have grown; callers keep it for the next read.
+func readFileAt(dirfd int, name, buf []byte) ([]byte, error) {
+	fd, err := openat(dirfd, name, unix.O_RDONLY)
+	if err != nil {
+		return buf[:0], err
+	}
+	buf, err = readAll(fd, buf[:0])
+	unix.Close(fd)
+	return buf, err
+}
