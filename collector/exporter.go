@@ -49,11 +49,37 @@ var (
 // Exporter is an unchecked prometheus.Collector of a Poller's latest
 // snapshot. It may be collected from any goroutine.
 type Exporter struct {
-	poller *Poller
+	poller  *Poller
+	labeler Labeler
 }
 
+// ContainerLabels are the Kubernetes names of a cgroup's container or pod.
+// Empty fields are unknown.
+type ContainerLabels struct {
+	Container, Pod, Namespace, Image string
+}
+
+// Labeler names the container or pod behind a cgroup, such as from the
+// container runtime. Labels is called during every scrape, from any
+// goroutine, and must answer from memory without blocking.
+type Labeler interface {
+	Labels(id cgroupfs.Identity) ContainerLabels
+}
+
+// Option configures an Exporter.
+type Option func(*Exporter)
+
+// WithLabeler fills the container, pod, namespace and image labels from l.
+func WithLabeler(l Labeler) Option { return func(e *Exporter) { e.labeler = l } }
+
 // NewExporter returns an exporter of p's snapshots.
-func NewExporter(p *Poller) *Exporter { return &Exporter{poller: p} }
+func NewExporter(p *Poller, opts ...Option) *Exporter {
+	e := &Exporter{poller: p}
+	for _, o := range opts {
+		o(e)
+	}
+	return e
+}
 
 // Describe sends nothing: the exporter is unchecked, since its series come
 // and go with cgroups.
@@ -64,7 +90,7 @@ func (e *Exporter) Describe(chan<- *prometheus.Desc) {}
 func (e *Exporter) Collect(ch chan<- prometheus.Metric) {
 	s := e.poller.Last()
 	for i := range s.Cgroups {
-		collectCgroup(ch, &s.Cgroups[i])
+		e.collectCgroup(ch, &s.Cgroups[i])
 	}
 	c := s.Counters
 	counter(ch, passesDesc, float64(c.Passes))
@@ -88,11 +114,13 @@ func counter(ch chan<- prometheus.Metric, d *prometheus.Desc, v float64) {
 }
 
 // collectCgroup sends the five container series of one cgroup.
-func collectCgroup(ch chan<- prometheus.Metric, c *container.CgroupStats) {
+func (e *Exporter) collectCgroup(ch chan<- prometheus.Metric, c *container.CgroupStats) {
 	id := cgroupfs.ParseIdentity(c.Path)
-	// container, pod, namespace and image come from the container
-	// runtime, which this exporter does not ask.
-	lv := []string{c.Path, id.Name, "", "", "", ""}
+	var k ContainerLabels
+	if e.labeler != nil {
+		k = e.labeler.Labels(id)
+	}
+	lv := []string{c.Path, id.Name, k.Container, k.Pod, k.Namespace, k.Image}
 	ch <- prometheus.MustNewConstMetric(runDesc, prometheus.CounterValue, seconds(c.Stat.RunNanoseconds), lv...)
 	ch <- prometheus.MustNewConstMetric(waitDesc, prometheus.CounterValue, seconds(c.Stat.WaitNanoseconds), lv...)
 	ch <- prometheus.MustNewConstMetric(periodsDesc, prometheus.CounterValue, float64(c.Stat.Timeslices), lv...)

@@ -6,12 +6,14 @@ import (
 	"flag"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/testutil"
 	"github.com/prometheus/common/expfmt"
+	"github.com/schedstatd/schedstatd/cgroupfs"
 	"github.com/schedstatd/schedstatd/container"
 	"github.com/schedstatd/schedstatd/internal/synth"
 )
@@ -122,5 +124,39 @@ func TestExporterLint(t *testing.T) {
 	}
 	for _, p := range problems {
 		t.Errorf("lint: %s: %s", p.Metric, p.Text)
+	}
+}
+
+// podLabeler names one container and its pod from the identity.
+type podLabeler struct{}
+
+func (podLabeler) Labels(id cgroupfs.Identity) ContainerLabels {
+	switch {
+	case id.ContainerID == ctrID:
+		return ContainerLabels{Container: "web", Pod: "web-0", Namespace: "shop", Image: "nginx:1.27"}
+	case id.PodUID != "" && id.ContainerID == "":
+		return ContainerLabels{Pod: "web-0", Namespace: "shop"}
+	}
+	return ContainerLabels{}
+}
+
+func TestLabelerFillsKubernetesLabels(t *testing.T) {
+	e, _ := fixtureExporter(t)
+	e.labeler = podLabeler{}
+	want := `
+# HELP container_schedstat_tasks Live tasks (threads) listed in the cgroup and its descendants at the last pass.
+# TYPE container_schedstat_tasks gauge
+container_schedstat_tasks{container="",id="/",image="",name="/",namespace="",pod=""} 6
+container_schedstat_tasks{container="",id="/kubepods.slice",image="",name="kubepods.slice",namespace="",pod=""} 2
+container_schedstat_tasks{container="",id="/kubepods.slice/kubepods-burstable.slice",image="",name="kubepods-burstable.slice",namespace="",pod=""} 2
+container_schedstat_tasks{container="",id="` + podSlice + `",image="",name="kubepods-burstable-pod1b2c3d4e_5f60_7182_93a4_b5c6d7e8f901.slice",namespace="shop",pod="web-0"} 2
+container_schedstat_tasks{container="web",id="` + podSlice + `/cri-containerd-` + ctrID + `.scope",image="nginx:1.27",name="` + ctrID + `",namespace="shop",pod="web-0"} 2
+container_schedstat_tasks{container="",id="/system.slice",image="",name="system.slice",namespace="",pod=""} 2
+container_schedstat_tasks{container="",id="/system.slice/docker-` + dockerID + `.scope",image="",name="` + dockerID + `",namespace="",pod=""} 1
+container_schedstat_tasks{container="",id="/system.slice/kubelet.service",image="",name="kubelet.service",namespace="",pod=""} 1
+container_schedstat_tasks{container="",id="/user.slice",image="",name="user.slice",namespace="",pod=""} 1
+`
+	if err := testutil.CollectAndCompare(e, strings.NewReader(want), "container_schedstat_tasks"); err != nil {
+		t.Error(err)
 	}
 }

@@ -51,12 +51,18 @@ func main() {
 func run(args []string) int {
 	app := kingpin.New("schedstatd", "Per-cgroup CPU scheduler statistics (run time, runqueue wait, timeslices) as Prometheus metrics.")
 	cfg := parseFlags(app)
-	if _, err := app.Parse(args); err != nil {
+	serveCmd := app.Command("serve", "Run the daemon: collect and serve metrics (the default command).").Default()
+	command, err := app.Parse(args)
+	if err != nil {
 		fmt.Fprintf(os.Stderr, "schedstatd: %v\n", err)
 		return 2
 	}
 	logger := promslog.New(&cfg.log)
-	if err := serve(cfg, logger); err != nil {
+	switch command {
+	case serveCmd.FullCommand():
+		err = serve(cfg, logger)
+	}
+	if err != nil {
 		logger.Error("schedstatd failed", "err", err)
 		return 1
 	}
@@ -82,6 +88,9 @@ func parseFlags(app *kingpin.Application) *config {
 // serve checks the configuration, then collects and serves until SIGTERM or
 // SIGINT.
 func serve(cfg *config, logger *slog.Logger) error {
+	// Logs go to stderr; if whatever reads it goes away, a write must fail
+	// with EPIPE rather than kill the daemon with SIGPIPE.
+	signal.Ignore(syscall.SIGPIPE)
 	if cfg.interval <= 0 {
 		return fmt.Errorf("--collect.interval must be positive, got %s", cfg.interval)
 	}
