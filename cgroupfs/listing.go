@@ -19,6 +19,11 @@ type Cgroup struct {
 	UsageNanoseconds uint64
 	// HasUsage reports whether UsageNanoseconds was read.
 	HasUsage bool
+	// Err is the first error met reading this cgroup, nil when all of it
+	// was read: a thread list that could not be read or parsed (TIDs is
+	// then empty), a counter that could not be read (HasUsage is then
+	// false), or a directory whose children could not be listed.
+	Err error
 }
 
 // Listing is one pass's view of a cgroup hierarchy. Cgroups[0] is the root
@@ -27,10 +32,12 @@ type Cgroup struct {
 // nothing per thread.
 type Listing struct {
 	Cgroups []Cgroup
+	// Errors counts the cgroups whose Err is set.
+	Errors int
 }
 
 // Reset empties l for the next pass and keeps its capacity.
-func (l *Listing) Reset() { l.Cgroups = l.Cgroups[:0] }
+func (l *Listing) Reset() { l.Cgroups, l.Errors = l.Cgroups[:0], 0 }
 
 // Add appends a cgroup with no threads and returns a pointer to it, reusing
 // the TIDs capacity that slot held in an earlier pass. The pointer is valid

@@ -1,0 +1,140 @@
+package cgroupfs
+
+import (
+	"errors"
+	"os"
+	"path/filepath"
+	"slices"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+)
+
+// realCase is a hierarchy the real tests run in: Open's name for it, and
+// the hierarchy holding its counters (the cpuacct twin for cpu), or "".
+var realCases = []struct {
+	name    string
+	counter string
+}{
+	{name: "cpuacct", counter: "cpuacct"},
+	{name: "cpu", counter: "cpuacct"},
+	{name: Unified, counter: Unified},
+}
+
+// got is a test cgroup's entry as the real tests compare it.
+type got struct {
+	Parent   string
+	TIDs     []int32
+	HasUsage bool
+	Err      error
+}
+
+func TestListRealNested(t *testing.T) {
+	for _, rc := range realCases {
+		t.Run(rc.name, func(t *testing.T) {
+			hdir := realHierarchy(t, rc.name)
+			cdir := realHierarchy(t, rc.counter)
+			rels := []string{"a", "a/b", "a/b/c", "d"}
+			top := makeCgroups(t, hdir, rels...)
+			if cdir != hdir {
+				if twin := makeCgroupsNamed(t, cdir, top, rels...); twin != top {
+					t.Fatal(twin)
+				}
+			}
+			helpers := map[string]*helper{"/a": startHelper(t, 3), "/a/b/c": startHelper(t, 5), "/d": startHelper(t, 1)}
+			for rel, h := range helpers {
+				moveTo(t, filepath.Join(hdir, top, rel), h.Pid)
+				if cdir != hdir {
+					moveTo(t, filepath.Join(cdir, top, rel), h.Pid)
+				}
+			}
+			want := map[string]got{
+				"":       {Parent: "/", HasUsage: true},
+				"/a":     {Parent: "/" + top, HasUsage: true},
+				"/a/b":   {Parent: "/" + top + "/a", HasUsage: true},
+				"/a/b/c": {Parent: "/" + top + "/a/b", HasUsage: true},
+				"/d":     {Parent: "/" + top, HasUsage: true},
+			}
+			for rel, h := range helpers {
+				h.Stop(t)
+				w := want[rel]
+				w.TIDs = h.TIDs(t)
+				want[rel] = w
+			}
+
+			h, err := Open(sysCgroup, rc.name)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if h.Dir() != hdir {
+				t.Errorf("Open walks %s, want %s", h.Dir(), hdir)
+			}
+			var l Listing
+			for pass := range 2 {
+				if err := h.List(&l); err != nil {
+					t.Fatal(err)
+				}
+				gotRows := make(map[string]got)
+				for rel, c := range subtree(&l, top) {
+					tids := slices.Clone(c.TIDs)
+					slices.Sort(tids)
+					gotRows[rel] = got{Parent: l.Cgroups[c.Parent].Path, TIDs: tids, HasUsage: c.HasUsage, Err: c.Err}
+				}
+				if diff := cmp.Diff(want, gotRows, cmpEmptyNil, cmpErrors); diff != "" {
+					t.Errorf("pass %d: test cgroups (-want +got):\n%s", pass, diff)
+				}
+			}
+		})
+	}
+}
+
+// cmpErrors compares errors by message.
+var cmpErrors = cmp.Comparer(func(a, b error) bool {
+	return (a == nil) == (b == nil) && (a == nil || a.Error() == b.Error())
+})
+
+// TestListRealLeafChanges checks that a cgroup without children, which the
+// walk does not open as a directory, is listed again once it has some,
+// and forgets them when they go.
+func TestListRealLeafChanges(t *testing.T) {
+	for _, name := range []string{"cpuacct", Unified} {
+		t.Run(name, func(t *testing.T) {
+			hdir := realHierarchy(t, name)
+			top := makeCgroups(t, hdir, "a")
+			h, err := Open(sysCgroup, name)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var l Listing
+			steps := []struct {
+				change func() error
+				want   []string
+			}{
+				{func() error { return nil }, []string{"", "/a"}},
+				{func() error { return os.Mkdir(filepath.Join(hdir, top, "a", "b"), 0o755) }, []string{"", "/a", "/a/b"}},
+				{func() error { return os.Mkdir(filepath.Join(hdir, top, "a", "b", "c"), 0o755) }, []string{"", "/a", "/a/b", "/a/b/c"}},
+				{func() error {
+					return errors.Join(os.Remove(filepath.Join(hdir, top, "a", "b", "c")), os.Remove(filepath.Join(hdir, top, "a", "b")))
+				}, []string{"", "/a"}},
+			}
+			for i, s := range steps {
+				if err := s.change(); err != nil {
+					t.Fatal(err)
+				}
+				if err := h.List(&l); err != nil {
+					t.Fatal(err)
+				}
+				var got []string
+				for rel := range subtree(&l, top) {
+					got = append(got, rel)
+				}
+				if diff := cmp.Diff(s.want, got, cmpSorted); diff != "" {
+					t.Errorf("step %d: test cgroups (-want +got):\n%s", i, diff)
+				}
+			}
+			if a := h.w.root.kids[top].kids["a"]; a == nil || len(a.kids) != 0 {
+				t.Errorf("cached node of /a after its children went: %+v", a)
+			}
+		})
+	}
+}
