@@ -40,6 +40,7 @@ type config struct {
 	hierarchy    string
 	interval     time.Duration
 	shutdownWait time.Duration
+	headerWait   time.Duration
 	log          promslog.Config
 }
 
@@ -78,6 +79,7 @@ func parseFlags(app *kingpin.Application) *config {
 	app.Flag("path.cgroupfs", "cgroup filesystem root: the host's /sys/fs/cgroup.").Default("/sys/fs/cgroup").StringVar(&cfg.cgroupfs)
 	app.Flag("cgroup.hierarchy", "Hierarchy to walk: empty chooses (v2 root, else v1 cpuacct, cpu, name=systemd); or unified, cpuacct, cpu, systemd.").Default("").StringVar(&cfg.hierarchy)
 	app.Flag("collect.interval", "Time between background passes; every scrape also runs a fresh pass.").Default("1s").DurationVar(&cfg.interval)
+	app.Flag("web.read-header-timeout", "How long a client may take to send its request headers before the connection is closed.").Default("10s").DurationVar(&cfg.headerWait)
 	app.Flag("web.shutdown-timeout", "How long to let scrapes in flight finish on SIGTERM or SIGINT.").Default("5s").DurationVar(&cfg.shutdownWait)
 	flag.AddFlags(app, &cfg.log)
 	app.Version(version.Print("schedstatd"))
@@ -125,7 +127,7 @@ func serve(cfg *config, logger *slog.Logger) error {
 
 	server := &http.Server{
 		Handler:           newMux(cfg, poller, host, logger),
-		ReadHeaderTimeout: 10 * time.Second,
+		ReadHeaderTimeout: cfg.headerWait,
 		ReadTimeout:       30 * time.Second,
 		IdleTimeout:       2 * time.Minute,
 		MaxHeaderBytes:    64 << 10,
