@@ -10,7 +10,7 @@ import (
 // ErrParse is wrapped by every error that reports a malformed kernel file:
 // a tasks or cgroup.threads line that is not a thread id, a cpuacct.usage
 // or cpu.stat without a counter.
-var ErrParse = errors.New("cgroupfs: malformed")
+var ErrParse = errors.New("malformed")
 
 // ErrNotCgroup is wrapped by the error Open returns when the root is not a
 // cgroup filesystem and holds no cgroup hierarchy below it.
