@@ -4,7 +4,7 @@ LDFLAGS  := -X github.com/prometheus/common/version.Version=$(VERSION) -X github
 PKGS     ?= ./...
 BENCHOUT ?= bench.txt
 
-.PHONY: all build run test test-short vet lint fmt-check fuzz bench bench-smoke update-golden tidy-check clean
+.PHONY: all build run test test-short vet lint fmt-check fuzz fuzz-smoke soak bench bench-smoke update-golden tidy-check clean
 
 all: build
 
@@ -47,6 +47,12 @@ fuzz:
 			$(GO) test -run '^$$' -fuzz "^$$f$$" -fuzztime $(FUZZTIME) $$pkg || exit 1; \
 		done; \
 	done
+
+# soak runs the daemon under thread and process churn for SOAK (the test
+# suite runs the same test for one minute).
+SOAK ?= 10m
+soak:
+	SCHEDSTATD_SOAK=$(SOAK) $(GO) test -run '^TestSoak$$' -v -count=1 -timeout 0 ./cmd/schedstatd
 
 bench:
 	$(GO) test -run '^$$' -bench . -benchmem -count=10 $(PKGS) | tee $(BENCHOUT)

@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
 	"sync"
 	"syscall"
 	"testing"
@@ -30,30 +31,54 @@ func TestMain(m *testing.M) {
 }
 
 var (
-	buildOnce sync.Once
-	binDir    string
-	binPath   string
-	buildErr  error
+	binDir   string
+	binMu    sync.Mutex
+	binPaths = map[bool]string{}
 )
 
-// binary builds the daemon once per test run.
-func binary(t *testing.T) string {
+// binary builds the daemon with the race detector once per test run, so
+// the end-to-end tests race-check the daemon too.
+func binary(t *testing.T) string { return build(t, true) }
+
+// plainBinary builds the daemon as it ships, for measuring its memory.
+func plainBinary(t *testing.T) string { return build(t, false) }
+
+func build(t *testing.T, race bool) string {
 	t.Helper()
-	buildOnce.Do(func() {
-		binDir, buildErr = os.MkdirTemp("", "schedstatd-bin-")
-		if buildErr != nil {
-			return
-		}
-		binPath = filepath.Join(binDir, "schedstatd")
-		out, err := exec.Command("go", "build", "-race", "-o", binPath, ".").CombinedOutput()
-		if err != nil {
-			buildErr = fmt.Errorf("go build: %v\n%s", err, out)
-		}
-	})
-	if buildErr != nil {
-		t.Fatal(buildErr)
+	binMu.Lock()
+	defer binMu.Unlock()
+	if p, ok := binPaths[race]; ok {
+		return p
 	}
-	return binPath
+	if binDir == "" {
+		dir, err := os.MkdirTemp("", "schedstatd-bin-")
+		if err != nil {
+			t.Fatal(err)
+		}
+		// Readable by all, for tests that run the daemon as another user.
+		if err := os.Chmod(dir, 0o755); err != nil {
+			t.Fatal(err)
+		}
+		binDir = dir
+	}
+	args := []string{"build", "-o", filepath.Join(binDir, fmt.Sprintf("schedstatd-race-%v", race))}
+	if race {
+		args = append(args, "-race")
+	}
+	out, err := exec.Command(goTool(), append(args, ".")...).CombinedOutput()
+	if err != nil {
+		t.Fatalf("go build: %v\n%s", err, out)
+	}
+	binPaths[race] = args[2]
+	return args[2]
+}
+
+// goTool finds the go command: on PATH, else where this test's Go is.
+func goTool() string {
+	if p, err := exec.LookPath("go"); err == nil {
+		return p
+	}
+	return filepath.Join(runtime.GOROOT(), "bin", "go")
 }
 
 // freeAddr returns a loopback address with a port nothing listens on.
@@ -86,8 +111,14 @@ func startDaemon(t *testing.T, args ...string) *daemon {
 // (such as prlimit or setpriv), if any.
 func startWrapped(t *testing.T, wrapper []string, args ...string) *daemon {
 	t.Helper()
+	return startBinary(t, binary(t), wrapper, args...)
+}
+
+// startBinary runs the daemon binary bin, through wrapper if any.
+func startBinary(t *testing.T, bin string, wrapper []string, args ...string) *daemon {
+	t.Helper()
 	d := &daemon{addr: freeAddr(t), stderr: new(bytes.Buffer), done: make(chan error, 1)}
-	argv := append(append(append([]string(nil), wrapper...), binary(t), "--web.listen-address="+d.addr), args...)
+	argv := append(append(append([]string(nil), wrapper...), bin, "--web.listen-address="+d.addr), args...)
 	d.cmd = exec.Command(argv[0], argv[1:]...)
 	d.cmd.Stderr = &lockedWriter{w: d.stderr}
 	if err := d.cmd.Start(); err != nil {

@@ -20,7 +20,10 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-const envMode = "SCHEDSTATD_TESTPROC_THREADS"
+const (
+	envMode  = "SCHEDSTATD_TESTPROC_THREADS"
+	envChurn = "SCHEDSTATD_TESTPROC_CHURN"
+)
 
 // In a helper, the main goroutine keeps the main thread, so no worker runs
 // on the thread group leader: workers can then exit while the process
@@ -34,6 +37,10 @@ func init() {
 // Main turns the process into a helper when it was started by Start, and
 // returns otherwise. Call it first in TestMain.
 func Main() {
+	if os.Getenv(envChurn) != "" {
+		churn()
+		os.Exit(0)
+	}
 	s := os.Getenv(envMode)
 	if s == "" {
 		return
