@@ -18,6 +18,7 @@ run: build
 # suite, and every benchmark once so none rots.
 test: fmt-check vet tidy-check
 	$(GO) test -race -count=1 -timeout 20m $(PKGS)
+	$(MAKE) fuzz-smoke
 	$(MAKE) bench-smoke
 
 test-short:
@@ -39,7 +40,12 @@ tidy-check:
 		echo "go.mod/go.sum not tidy; run go mod tidy"; \
 		cp /tmp/schedstatd.go.mod.bak go.mod; cp /tmp/schedstatd.go.sum.bak go.sum; exit 1; fi
 
+# fuzz runs every fuzz target for FUZZTIME; fuzz-smoke for a few seconds
+# each, as CI does. Inputs a fuzzer finds land in testdata/fuzz as seeds.
 FUZZTIME ?= 60s
+fuzz-smoke:
+	$(MAKE) fuzz FUZZTIME=3s
+
 fuzz:
 	@for pkg in $$($(GO) list ./...); do \
 		for f in $$($(GO) test -list '^Fuzz' $$pkg | grep '^Fuzz'); do \
