@@ -2,6 +2,7 @@ package container
 
 import (
 	"errors"
+	"fmt"
 
 	"github.com/schedstatd/schedstatd/schedstat"
 	"golang.org/x/sys/unix"
@@ -36,6 +37,10 @@ type ProcOpener struct {
 	Root string
 	// Budget, if not nil, bounds the fds kept open.
 	Budget *FDBudget
+	// Hidden says the procfs hides other users' tasks (mounted with
+	// hidepid): a listed task that cannot be found is then reported as a
+	// permission error rather than as a task that exited.
+	Hidden bool
 }
 
 // FDBudget bounds the number of task fds a ProcOpener keeps open and counts
@@ -56,6 +61,14 @@ func (b *FDBudget) Unkept() int { return b.unkept }
 
 // Open implements TaskOpener.
 func (o ProcOpener) Open(tid int32) (TaskHandle, error) {
+	h, err := o.open(tid)
+	if err != nil && o.Hidden && errors.Is(err, unix.ENOENT) {
+		return nil, fmt.Errorf("task %d is hidden by procfs hidepid (%v): %w", tid, err, unix.EACCES)
+	}
+	return h, err
+}
+
+func (o ProcOpener) open(tid int32) (TaskHandle, error) {
 	b := o.Budget
 	if b == nil {
 		t, err := schedstat.Open(o.Root, tid)

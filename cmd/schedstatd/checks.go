@@ -19,6 +19,15 @@ func checkProcfs(dir string) error {
 	return nil
 }
 
+// hidesTasks reports whether the procfs at dir hides other users' tasks
+// from this process (mounted with hidepid=1 or 2, or "invisible", and the
+// process neither root nor in its gid= group): then /proc/1, which always
+// exists and belongs to root, cannot be found.
+func hidesTasks(dir string) bool {
+	var st unix.Stat_t
+	return unix.Stat(dir+"/1/stat", &st) == unix.ENOENT
+}
+
 // fdWant is the open-file limit the daemon asks for: one fd is kept per
 // live thread on the node.
 const fdWant = 1 << 20

@@ -53,6 +53,7 @@ func run(args []string) int {
 	app := kingpin.New("schedstatd", "Per-cgroup CPU scheduler statistics (run time, runqueue wait, timeslices) as Prometheus metrics.")
 	cfg := parseFlags(app)
 	serveCmd := app.Command("serve", "Run the daemon: collect and serve metrics (the default command).").Default()
+	topCmd := addTopCommand(app)
 	command, err := app.Parse(args)
 	if err != nil {
 		fmt.Fprintf(os.Stderr, "schedstatd: %v\n", err)
@@ -62,6 +63,8 @@ func run(args []string) int {
 	switch command {
 	case serveCmd.FullCommand():
 		err = serve(cfg, logger)
+	case topCmd.cmd.FullCommand():
+		return topCmd.run(cfg, logger)
 	}
 	if err != nil {
 		logger.Error("schedstatd failed", "err", err)
@@ -115,13 +118,17 @@ func serve(cfg *config, logger *slog.Logger) error {
 	if !host {
 		logger.Warn("not in the host PID namespace: tasks of other namespaces are invisible in cgroup files; run the pod with hostPID: true")
 	}
+	hidden := hidesTasks(cfg.procfs)
+	if hidden {
+		logger.Error("procfs hides other users' tasks (mounted with hidepid): their time cannot be read and each such read is counted in schedstatd_read_errors_total{reason=\"permission\"}; run as root, join the procfs gid= group, or mount procfs without hidepid", "path", cfg.procfs)
+	}
 	budget := &container.FDBudget{Max: taskFDBudget(raiseFDLimit(logger))}
 	logger.Info("starting schedstatd", "version", version.Info(), "hierarchy", h.Name(), "cgroup_version", h.Version().String(), "dir", h.Dir(), "interval", cfg.interval, "task_fd_budget", budget.Max)
 
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
 	defer stop()
 
-	poller := collector.NewPoller(container.NewTable(h, container.ProcOpener{Root: cfg.procfs, Budget: budget}), cfg.interval, logger)
+	poller := collector.NewPoller(container.NewTable(h, container.ProcOpener{Root: cfg.procfs, Budget: budget, Hidden: hidden}), cfg.interval, logger)
 	polled := make(chan error, 1)
 	go func() { polled <- poller.Run(ctx) }()
 
