@@ -243,3 +243,48 @@ func TestRealSteadyStatePassDoesNotAllocate(t *testing.T) {
 		t.Errorf("steady-state pass over %d real threads allocated %v times, want 0", table.Len(), allocs)
 	}
 }
+
+// killAfterList lists a process's threads and then kills and reaps it, so
+// every listed task is gone by the time the pass reads it.
+type killAfterList struct {
+	tree *synth.Tree
+	kill func()
+}
+
+func (k *killAfterList) List(l *cgroupfs.Listing) error {
+	err := k.tree.List(l)
+	if k.kill != nil {
+		k.kill()
+		k.kill = nil
+	}
+	return err
+}
+
+func TestRealTaskGoneBetweenListingAndReading(t *testing.T) {
+	p := testproc.Start(t, 4, nil)
+	tree := synth.NewTree("/", "/w")
+	tree.Set("/w", p.Threads(t)...)
+	lister := &killAfterList{tree: tree}
+	table := container.NewTable(lister, container.ProcOpener{Root: "/proc"})
+	defer table.Close()
+	if err := table.Pass(); err != nil {
+		t.Fatal(err)
+	}
+	before, _ := table.Snapshot().Lookup("/w")
+	lister.kill = p.Kill
+	if err := table.Pass(); err != nil {
+		t.Fatal(err)
+	}
+	after, _ := table.Snapshot().Lookup("/w")
+	if after.Stat != before.Stat {
+		t.Errorf("after the listed tasks vanished: %+v, want what was counted, %+v", after.Stat, before.Stat)
+	}
+	c := table.Counters()
+	var errs uint64
+	for _, r := range container.Reasons() {
+		errs += c.ReadErrorsFor(r)
+	}
+	if errs != 0 || c.Tracked != 0 || c.Exits != uint64(len(tree.Cgroups[1].TIDs)) {
+		t.Errorf("read errors %d, tracked %d, exits %d; want 0, 0, %d", errs, c.Tracked, c.Exits, len(tree.Cgroups[1].TIDs))
+	}
+}
