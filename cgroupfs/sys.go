@@ -4,6 +4,7 @@ import (
 	"slices"
 	"unsafe"
 
+	"github.com/schedstatd/schedstatd/internal/sysx"
 	"golang.org/x/sys/unix"
 )
 
@@ -15,34 +16,12 @@ const minRead = 4096
 // atCWD is AT_FDCWD, for openat with an absolute path.
 const atCWD = unix.AT_FDCWD
 
-// cstring returns s as a NUL-terminated byte slice for openat. Callers
-// convert once and keep the result: unix.Openat converts its string
-// argument, and so allocates, on every call.
-func cstring(s string) []byte {
-	b := make([]byte, len(s)+1)
-	copy(b, s)
-	return b
-}
+// cstring returns s NUL-terminated for openat; see sysx.CString.
+func cstring(s string) []byte { return sysx.CString(s) }
 
-// openat opens name, a NUL-terminated path, relative to the directory fd
-// dirfd (or atCWD) with O_CLOEXEC added to flags. It allocates nothing.
-func openat(dirfd int, name []byte, flags int) (int, error) {
-	if len(name) == 0 || name[len(name)-1] != 0 {
-		return -1, unix.EINVAL
-	}
-	for {
-		fd, _, errno := unix.Syscall6(unix.SYS_OPENAT, uintptr(dirfd),
-			uintptr(unsafe.Pointer(&name[0])), uintptr(flags|unix.O_CLOEXEC), 0, 0, 0)
-		switch errno {
-		case 0:
-			return int(fd), nil
-		case unix.EINTR:
-			continue
-		default:
-			return -1, errno
-		}
-	}
-}
+// openat opens name, a NUL-terminated path, below dirfd (or atCWD) with
+// O_CLOEXEC, allocating nothing; see sysx.Openat.
+func openat(dirfd int, name []byte, flags int) (int, error) { return sysx.Openat(dirfd, name, flags) }
 
 // openDir opens the directory name below dirfd for reading its entries.
 func openDir(dirfd int, name []byte) (int, error) {

@@ -5,8 +5,8 @@ import (
 	"fmt"
 	"io"
 	"strconv"
-	"unsafe"
 
+	"github.com/schedstatd/schedstatd/internal/sysx"
 	"golang.org/x/sys/unix"
 )
 
@@ -47,7 +47,7 @@ func Open(procRoot string, tid int32) (*Task, error) {
 // taskDir returns the task's procfs directory, NUL-terminated; errors
 // print it without the NUL.
 func taskDir(procRoot string, tid int32) []byte {
-	return cstring(procRoot + "/" + strconv.FormatInt(int64(tid), 10))
+	return sysx.CString(procRoot + "/" + strconv.FormatInt(int64(tid), 10))
 }
 
 // openTask opens the task directory dir as an O_PATH fd, which pins the
@@ -116,40 +116,10 @@ func IsGone(err error) bool {
 
 // Names opened below a task's directory, NUL-terminated for openat.
 var (
-	statName      = []byte("stat\x00")
-	schedstatName = []byte("schedstat\x00")
+	statName      = sysx.CString("stat")
+	schedstatName = sysx.CString("schedstat")
 )
 
-// cstring returns s NUL-terminated, for openat.
-func cstring(s string) []byte {
-	b := make([]byte, len(s)+1)
-	copy(b, s)
-	return b
-}
+func openat(dirfd int, name []byte, flags int) (int, error) { return sysx.Openat(dirfd, name, flags) }
 
-// openat opens name, a NUL-terminated path, relative to dirfd (or
-// unix.AT_FDCWD), with O_CLOEXEC added. Unlike unix.Openat it allocates
-// nothing, which keeps Unkept.Read free of allocations.
-func openat(dirfd int, name []byte, flags int) (int, error) {
-	for {
-		fd, _, errno := unix.Syscall6(unix.SYS_OPENAT, uintptr(dirfd),
-			uintptr(unsafe.Pointer(&name[0])), uintptr(flags|unix.O_CLOEXEC), 0, 0, 0)
-		switch errno {
-		case 0:
-			return int(fd), nil
-		case unix.EINTR:
-			continue
-		default:
-			return -1, errno
-		}
-	}
-}
-
-func pread(fd int, buf []byte) (int, error) {
-	for {
-		n, err := unix.Pread(fd, buf, 0)
-		if err != unix.EINTR {
-			return n, err
-		}
-	}
-}
+func pread(fd int, buf []byte) (int, error) { return sysx.Pread(fd, buf) }
