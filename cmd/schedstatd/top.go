@@ -1,0 +1,119 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"os"
+	"os/signal"
+	"syscall"
+	"time"
+
+	"github.com/alecthomas/kingpin/v2"
+	"github.com/schedstatd/schedstatd/cgroupfs"
+	"github.com/schedstatd/schedstatd/container"
+	"github.com/schedstatd/schedstatd/top"
+	"golang.org/x/term"
+)
+
+// minTopTimeout is the least time one sample over HTTP may take.
+const minTopTimeout = 5 * time.Second
+
+// topCommand is the top subcommand and its flags.
+type topCommand struct {
+	cmd        *kingpin.CmdClause
+	from       string
+	httpConfig string
+	once       bool
+	output     string
+	sort       string
+	reverse    bool
+	view       string
+	filter     string
+	interval   time.Duration
+}
+
+// addTopCommand adds the top subcommand to app.
+func addTopCommand(app *kingpin.Application) *topCommand {
+	c := &topCommand{}
+	c.cmd = app.Command("top", "Show which cgroups, containers or pods wait for a CPU, live: read a daemon's metrics (--from) or, without one, count on this node.")
+	c.cmd.Flag("from", "Metrics URL of a running daemon, such as http://localhost:10271/metrics. Without it, top runs passes itself (as root) with --path.procfs, --path.cgroupfs and --cgroup.hierarchy.").PlaceHolder("URL").StringVar(&c.from)
+	c.cmd.Flag("http.config.file", "HTTP client config for --from, in Prometheus's format (basic_auth, tls_config with ca_file, cert_file, key_file): how to pass the daemon's web config.").PlaceHolder("FILE").StringVar(&c.httpConfig)
+	c.cmd.Flag("once", "Take two samples one interval apart, print one table and exit.").BoolVar(&c.once)
+	c.cmd.Flag("output", "Format of --once: table or json (json implies --once).").Default(top.FormatTable).EnumVar(&c.output, top.FormatTable, top.FormatJSON)
+	c.cmd.Flag("sort", "Column to sort by, largest first: wait, run, ratio (wait per run), slices, tasks; or name.").Default(top.ByWait.String()).EnumVar(&c.sort, top.SortNames()...)
+	c.cmd.Flag("reverse", "Reverse the sort.").BoolVar(&c.reverse)
+	c.cmd.Flag("view", "What a row is: containers, pods, cgroups, or auto (containers when any is known, else cgroups).").Default(top.ViewAuto.String()).EnumVar(&c.view, top.ViewNames()...)
+	c.cmd.Flag("filter", "Show only rows whose name, cgroup or Kubernetes names contain this text (any case).").StringVar(&c.filter)
+	c.cmd.Flag("interval", "Time between samples.").Default("2s").DurationVar(&c.interval)
+	return c
+}
+
+// run runs top and returns the exit code.
+func (c *topCommand) run(cfg *config, logger *slog.Logger) int {
+	if c.interval <= 0 {
+		fmt.Fprintf(os.Stderr, "schedstatd top: --interval must be positive, got %s\n", c.interval)
+		return 2
+	}
+	view, err := top.ParseView(c.view)
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "schedstatd top: %v\n", err)
+		return 2
+	}
+	sort, err := top.ParseSortKey(c.sort)
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "schedstatd top: %v\n", err)
+		return 2
+	}
+	st := top.State{View: view, Sort: sort, Reverse: c.reverse, Filter: c.filter}
+
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
+	defer stop()
+	src, name, err := c.source(cfg, logger)
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "schedstatd top: %v\n", err)
+		return 1
+	}
+	defer src.Close()
+	opt := top.Options{Source: name, Interval: c.interval}
+	if c.once || c.output == top.FormatJSON {
+		width := 0
+		if w, _, err := term.GetSize(int(os.Stdout.Fd())); err == nil {
+			width = w
+		}
+		err = top.Once(ctx, src, st, opt, os.Stdout, width, c.output)
+	} else {
+		err = top.RunTerminal(ctx, src, st, opt, os.Stdin, os.Stdout)
+	}
+	if err != nil && ctx.Err() == nil {
+		fmt.Fprintf(os.Stderr, "schedstatd top: %v\n", err)
+		return 1
+	}
+	return 0
+}
+
+// source returns where samples come from and its name: the daemon at
+// --from, or passes of a task table of this node.
+func (c *topCommand) source(cfg *config, logger *slog.Logger) (top.Source, string, error) {
+	if c.from != "" {
+		u, err := top.ParseURL(c.from)
+		if err != nil {
+			return nil, "", err
+		}
+		client, err := top.NewHTTPClient(c.httpConfig, max(minTopTimeout, c.interval))
+		if err != nil {
+			return nil, "", err
+		}
+		return &top.HTTPSource{URL: u, Client: client}, u.Redacted(), nil
+	}
+	if err := checkProcfs(cfg.procfs); err != nil {
+		return nil, "", err
+	}
+	h, err := cgroupfs.Open(cfg.cgroupfs, cfg.hierarchy)
+	if err != nil {
+		return nil, "", fmt.Errorf("%w: %v", top.ErrNoCgroups, err)
+	}
+	budget := &container.FDBudget{Max: taskFDBudget(raiseFDLimit(logger))}
+	table := container.NewTable(h, container.ProcOpener{Root: cfg.procfs, Budget: budget})
+	return &top.LocalSource{Table: table, Dir: h.Dir()}, "this node, " + h.Dir(), nil
+}

@@ -1,0 +1,227 @@
+package top
+
+import (
+	"cmp"
+	"fmt"
+	"path"
+	"slices"
+	"strings"
+
+	"github.com/schedstatd/schedstatd/cgroupfs"
+)
+
+// View is what a row stands for.
+type View int
+
+// Views. ViewAuto shows containers when any is known, else cgroups.
+const (
+	ViewAuto View = iota
+	ViewContainers
+	ViewPods
+	ViewCgroups
+)
+
+var viewNames = []string{"auto", "containers", "pods", "cgroups"}
+
+func (v View) String() string {
+	if v < 0 || int(v) >= len(viewNames) {
+		return fmt.Sprintf("View(%d)", int(v))
+	}
+	return viewNames[v]
+}
+
+// ParseView returns the view named s, as String names it.
+func ParseView(s string) (View, error) {
+	if i := slices.Index(viewNames, s); i >= 0 {
+		return View(i), nil
+	}
+	return 0, fmt.Errorf("unknown view %q (want one of %s)", s, strings.Join(viewNames, ", "))
+}
+
+// ViewNames returns the names ParseView takes.
+func ViewNames() []string { return slices.Clone(viewNames) }
+
+// Next returns the view the p key switches to: containers, pods, cgroups,
+// and round again.
+func (v View) Next() View {
+	switch v {
+	case ViewContainers:
+		return ViewPods
+	case ViewPods:
+		return ViewCgroups
+	default:
+		return ViewContainers
+	}
+}
+
+// Resolve returns v, or for ViewAuto, ViewContainers when any row of rows
+// is a container and ViewCgroups otherwise.
+func (v View) Resolve(rows []Row) View {
+	if v != ViewAuto {
+		return v
+	}
+	for _, r := range rows {
+		if _, _, _, ok := containerKey(r); ok {
+			return ViewContainers
+		}
+	}
+	return ViewCgroups
+}
+
+// Root returns the row of the root cgroup "/", the whole node, if rows
+// (from Rates) have it.
+func Root(rows []Row) (Row, bool) {
+	for _, r := range rows {
+		if len(r.IDs) == 1 && r.IDs[0] == "/" {
+			return r, true
+		}
+	}
+	return Row{}, false
+}
+
+// Group returns the rows of view v made from cgroup rows as Rates returns
+// them. ViewCgroups keeps every cgroup but the root, which Root gives.
+// ViewContainers and ViewPods make one row per container or pod, known by
+// the path's container id or pod uid, else by the daemon's labels; a
+// cgroup that is neither is left out. Since a cgroup's counters include
+// its descendants, a row sums only those of its cgroups that have no
+// ancestor in the same row.
+func Group(rows []Row, v View) []Row {
+	v = v.Resolve(rows)
+	if v == ViewCgroups {
+		out := make([]Row, 0, len(rows))
+		for _, r := range rows {
+			if len(r.IDs) == 1 && r.IDs[0] == "/" {
+				continue
+			}
+			out = append(out, r)
+		}
+		return out
+	}
+	key := containerKey
+	if v == ViewPods {
+		key = podKey
+	}
+	groups := map[string][]Row{}
+	labels := map[string]string{}
+	named := map[string]bool{}
+	for _, r := range rows {
+		k, label, fromNames, ok := key(r)
+		if !ok {
+			continue
+		}
+		groups[k] = append(groups[k], r)
+		// Kubernetes names beat an id, whichever cgroup carries them.
+		if _, seen := labels[k]; !seen || fromNames && !named[k] {
+			labels[k], named[k] = label, fromNames
+		}
+	}
+	out := make([]Row, 0, len(groups))
+	for k, members := range groups {
+		out = append(out, merge(labels[k], members))
+	}
+	return out
+}
+
+// merge sums the members that have no ancestor among them.
+func merge(label string, members []Row) Row {
+	ids := make(map[string]bool, len(members))
+	for _, m := range members {
+		ids[m.IDs[0]] = true
+	}
+	slices.SortFunc(members, func(a, b Row) int {
+		return cmp.Or(cmp.Compare(len(a.IDs[0]), len(b.IDs[0])), strings.Compare(a.IDs[0], b.IDs[0]))
+	})
+	g := Row{Label: label, Known: true}
+	for _, m := range members {
+		g.Container = cmp.Or(g.Container, m.Container)
+		g.Pod = cmp.Or(g.Pod, m.Pod)
+		g.Namespace = cmp.Or(g.Namespace, m.Namespace)
+		if hasAncestor(m.IDs[0], ids) {
+			continue
+		}
+		g.IDs = append(g.IDs, m.IDs[0])
+		g.Run += m.Run
+		g.Wait += m.Wait
+		g.Timeslices += m.Timeslices
+		g.Tasks += m.Tasks
+		g.Known = g.Known && m.Known
+	}
+	if !g.Known {
+		g.Run, g.Wait, g.Timeslices = 0, 0, 0
+	}
+	return g
+}
+
+// hasAncestor reports whether a proper ancestor of the cgroup path id is
+// in ids.
+func hasAncestor(id string, ids map[string]bool) bool {
+	for p := path.Dir(id); ; p = path.Dir(p) {
+		if ids[p] {
+			return true
+		}
+		if p == "/" || p == "." {
+			return false
+		}
+	}
+}
+
+// containerKey returns the key and label of the container r belongs to,
+// and whether the label is made of Kubernetes names.
+func containerKey(r Row) (key, label string, named, ok bool) {
+	id := cgroupfs.ParseIdentity(r.IDs[0])
+	if id.Monitor {
+		return "", "", false, false
+	}
+	label, named = joinNames(r.Namespace, r.Pod, r.Container), r.Container != ""
+	switch {
+	case id.ContainerID != "":
+		if !named {
+			label = shortID(id.ContainerID)
+		}
+		return "id:" + id.ContainerID, label, named, true
+	case named:
+		return "k8s:" + label, label, true, true
+	}
+	return "", "", false, false
+}
+
+// podKey returns the key and label of the pod r belongs to, and whether
+// the label is made of Kubernetes names.
+func podKey(r Row) (key, label string, named, ok bool) {
+	id := cgroupfs.ParseIdentity(r.IDs[0])
+	label, named = joinNames(r.Namespace, r.Pod), r.Pod != ""
+	switch {
+	case id.PodUID != "":
+		if !named {
+			label = "pod" + id.PodUID
+		}
+		return "uid:" + id.PodUID, label, named, true
+	case named:
+		return "k8s:" + label, label, true, true
+	}
+	return "", "", false, false
+}
+
+// joinNames joins the non-empty names with slashes.
+func joinNames(names ...string) string {
+	var b strings.Builder
+	for _, n := range names {
+		if n == "" {
+			continue
+		}
+		if b.Len() > 0 {
+			b.WriteByte('/')
+		}
+		b.WriteString(n)
+	}
+	return b.String()
+}
+
+// shortID shortens a container id as docker and crictl print it.
+func shortID(id string) string {
+	if len(id) > 13 {
+		return id[:13]
+	}
+	return id
+}

@@ -1,0 +1,126 @@
+package top
+
+import (
+	"context"
+	"encoding/json"
+	"io"
+	"math"
+	"strings"
+	"time"
+)
+
+// Options are what Once and Live need besides the State.
+type Options struct {
+	// Source names where samples come from, for the title line.
+	Source string
+	// Interval is the time between samples.
+	Interval time.Duration
+}
+
+// Formats Once writes.
+const (
+	FormatTable = "table"
+	FormatJSON  = "json"
+)
+
+// Once takes two samples of src one interval apart and writes one table
+// of st's view to w: as text fitted to width columns (0: no limit), or as
+// JSON.
+func Once(ctx context.Context, src Source, st State, opt Options, w io.Writer, width int, format string) error {
+	prev, err := src.Sample(ctx)
+	if err != nil {
+		return err
+	}
+	select {
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-time.After(opt.Interval):
+	}
+	cur, err := src.Sample(ctx)
+	if err != nil {
+		return err
+	}
+	rows, err := Rates(prev, cur)
+	if err != nil {
+		return err
+	}
+	s := st.Screen(rows, opt.Source, cur.Time.Sub(prev.Time), cur.Time)
+	if format == FormatJSON {
+		enc := json.NewEncoder(w)
+		enc.SetIndent("", "  ")
+		return enc.Encode(jsonScreen(s))
+	}
+	lines := append(s.Header(width), s.Table(width)...)
+	_, err = io.WriteString(w, strings.Join(lines, "\n")+"\n")
+	return err
+}
+
+// jsonOutput is the JSON form of a Screen.
+type jsonOutput struct {
+	Time            time.Time `json:"time"`
+	IntervalSeconds float64   `json:"interval_seconds"`
+	Source          string    `json:"source"`
+	View            string    `json:"view"`
+	Sort            string    `json:"sort"`
+	Reverse         bool      `json:"reverse,omitempty"`
+	Filter          string    `json:"filter,omitempty"`
+	Node            *jsonRow  `json:"node,omitempty"`
+	Rows            []jsonRow `json:"rows"`
+}
+
+// jsonRow is the JSON form of a Row. Rates are null while unknown.
+type jsonRow struct {
+	Name                     string   `json:"name"`
+	IDs                      []string `json:"ids"`
+	Container                string   `json:"container,omitempty"`
+	Pod                      string   `json:"pod,omitempty"`
+	Namespace                string   `json:"namespace,omitempty"`
+	RunSecondsPerSecond      *float64 `json:"run_seconds_per_second"`
+	RunqueueSecondsPerSecond *float64 `json:"runqueue_seconds_per_second"`
+	WaitPerRun               *float64 `json:"wait_per_run"`
+	TimeslicesPerSecond      *float64 `json:"timeslices_per_second"`
+	Tasks                    float64  `json:"tasks"`
+}
+
+func jsonScreen(s *Screen) jsonOutput {
+	out := jsonOutput{
+		Time:            s.Time,
+		IntervalSeconds: s.Interval.Seconds(),
+		Source:          s.Source,
+		View:            s.View.String(),
+		Sort:            s.Sort.String(),
+		Reverse:         s.Reverse,
+		Filter:          s.Filter,
+		Rows:            make([]jsonRow, 0, len(s.Rows)),
+	}
+	if s.Node != nil {
+		n := toJSON(*s.Node)
+		out.Node = &n
+	}
+	for _, r := range s.Rows {
+		out.Rows = append(out.Rows, toJSON(r))
+	}
+	return out
+}
+
+func toJSON(r Row) jsonRow {
+	j := jsonRow{
+		Name:      r.Label,
+		IDs:       r.IDs,
+		Container: r.Container,
+		Pod:       r.Pod,
+		Namespace: r.Namespace,
+		Tasks:     r.Tasks,
+	}
+	if r.Known {
+		j.RunSecondsPerSecond = ptr(r.Run)
+		j.RunqueueSecondsPerSecond = ptr(r.Wait)
+		j.TimeslicesPerSecond = ptr(r.Timeslices)
+		if v := r.Ratio(); !math.IsNaN(v) {
+			j.WaitPerRun = ptr(v)
+		}
+	}
+	return j
+}
+
+func ptr(v float64) *float64 { return &v }

@@ -1,0 +1,92 @@
+package top
+
+import (
+	"fmt"
+	"math"
+	"time"
+)
+
+// Row is one line of the table: a cgroup, or a container or pod made of
+// one or more cgroups. Rates are per second.
+type Row struct {
+	// Label is what the first column shows: the cgroup path, or the
+	// container or pod name.
+	Label string
+	// IDs are the cgroups the row sums, shallowest first.
+	IDs []string
+	// Container, Pod and Namespace are the Kubernetes names, where known.
+	Container, Pod, Namespace string
+	// Run and Wait are seconds run and waited on a runqueue per second;
+	// Timeslices is timeslices per second. They are valid when Known.
+	Run, Wait, Timeslices float64
+	// Known is false for a row with a series that appeared since the
+	// previous sample: it has no rate yet.
+	Known bool
+	// Tasks is the number of live threads at the later sample.
+	Tasks float64
+}
+
+// Ratio returns seconds waited per second run, the starvation ratio, or
+// NaN when the row has no rate or did not run.
+func (r Row) Ratio() float64 {
+	if !r.Known || r.Run <= 0 {
+		return math.NaN()
+	}
+	return r.Wait / r.Run
+}
+
+// Rates returns one row per cgroup of cur, in no particular order, with
+// the rates between prev and cur. As Prometheus's rate() does, a counter
+// lower than before was reset (the daemon restarted) and its whole new
+// value is the increase. A series new in cur has Known false; a series of
+// prev missing from cur is gone and has no row.
+func Rates(prev, cur *Sample) ([]Row, error) {
+	dt := cur.Time.Sub(prev.Time)
+	if dt <= 0 {
+		return nil, fmt.Errorf("samples out of order: %s then %s", prev.Time.Format(time.RFC3339Nano), cur.Time.Format(time.RFC3339Nano))
+	}
+	sec := dt.Seconds()
+	rows := make([]Row, 0, len(cur.Series))
+	for id, c := range cur.Series {
+		r := newRow(c)
+		if p, ok := prev.Series[id]; ok {
+			r.Known = true
+			r.Run = increase(p.RunSeconds, c.RunSeconds) / sec
+			r.Wait = increase(p.WaitSeconds, c.WaitSeconds) / sec
+			r.Timeslices = increase(p.Timeslices, c.Timeslices) / sec
+		}
+		rows = append(rows, r)
+	}
+	return rows, nil
+}
+
+// Unrated returns one row per cgroup of s, none with a rate: what there is
+// to show before a second sample.
+func Unrated(s *Sample) []Row {
+	rows := make([]Row, 0, len(s.Series))
+	for _, c := range s.Series {
+		rows = append(rows, newRow(c))
+	}
+	return rows
+}
+
+// newRow returns the row of one cgroup, without rates.
+func newRow(c Series) Row {
+	return Row{
+		Label:     c.ID,
+		IDs:       []string{c.ID},
+		Container: c.Container,
+		Pod:       c.Pod,
+		Namespace: c.Namespace,
+		Tasks:     c.Tasks,
+	}
+}
+
+// increase is how much a counter grew from prev to cur; a counter that
+// went down was reset, so all of cur is new.
+func increase(prev, cur float64) float64 {
+	if cur < prev {
+		return cur
+	}
+	return cur - prev
+}

@@ -1,0 +1,225 @@
+package top
+
+import (
+	"fmt"
+	"math"
+	"strconv"
+	"strings"
+	"time"
+	"unicode/utf8"
+)
+
+// minLabelWidth is the narrowest the first column gets before columns of
+// less interest are dropped to make room.
+const minLabelWidth = 16
+
+// column is one numeric column of the table.
+type column struct {
+	title string
+	width int
+	key   SortKey
+	cell  func(Row) string
+	// drop orders the columns that go when the terminal is narrow: the
+	// highest first; 0 stays.
+	drop int
+}
+
+var columns = []column{
+	{"RUN/s", 8, ByRun, func(r Row) string { return rate(r, r.Run, 8) }, 0},
+	{"WAIT/s", 8, ByWait, func(r Row) string { return rate(r, r.Wait, 8) }, 0},
+	{"WAIT/RUN", 9, ByRatio, func(r Row) string { return ratio(r.Ratio()) }, 2},
+	{"SLICES/s", 9, ByTimeslices, func(r Row) string {
+		if !r.Known {
+			return "-"
+		}
+		return strconv.FormatFloat(r.Timeslices, 'f', 0, 64)
+	}, 3},
+	{"TASKS", 6, ByTasks, func(r Row) string { return strconv.FormatFloat(r.Tasks, 'f', 0, 64) }, 1},
+}
+
+// Screen is everything one table shows.
+type Screen struct {
+	// Source names where the counters come from: a URL, or this node.
+	Source string
+	// Interval is the time between the two samples; Time the later one.
+	Interval time.Duration
+	Time     time.Time
+	// View is resolved: never ViewAuto.
+	View    View
+	Sort    SortKey
+	Reverse bool
+	Filter  string
+	// Node is the root cgroup's row, the whole node, if known.
+	Node *Row
+	// Rows are grouped, filtered and sorted; Total counts them before the
+	// filter.
+	Rows  []Row
+	Total int
+	// Pending is set while there is only one sample, so no rate yet.
+	Pending bool
+}
+
+// labelTitle is the first column's title in view v.
+func labelTitle(v View) string {
+	switch v {
+	case ViewContainers:
+		return "CONTAINER"
+	case ViewPods:
+		return "POD"
+	}
+	return "CGROUP"
+}
+
+// Table returns the column header and one line per row, fitted to width
+// columns: the first column is as wide as the longest label, or cut to
+// what is left (keeping its end, the distinctive part of a path); below
+// 61 columns the timeslice, ratio and tasks columns go, in that order. No
+// line is longer than width. A width of 0 or less fits every label whole.
+func (s *Screen) Table(width int) []string {
+	labelW := utf8.RuneCountInString(labelTitle(s.View)) + 1
+	for _, r := range s.Rows {
+		labelW = max(labelW, utf8.RuneCountInString(r.Label))
+	}
+	cols := columns
+	if width > 0 {
+		var room int
+		cols, room = fit(width)
+		labelW = min(labelW, room)
+	}
+	lines := make([]string, 0, len(s.Rows)+1)
+	var b strings.Builder
+	title := labelTitle(s.View)
+	if s.Sort == ByName {
+		title += "*"
+	}
+	b.WriteString(pad(title, labelW))
+	for _, c := range cols {
+		t := c.title
+		if c.key == s.Sort {
+			t += "*"
+		}
+		fmt.Fprintf(&b, " %*s", c.width, t)
+	}
+	lines = append(lines, cut(b.String(), width))
+	for _, r := range s.Rows {
+		b.Reset()
+		b.WriteString(pad(ellipsis(r.Label, labelW), labelW))
+		for _, c := range cols {
+			fmt.Fprintf(&b, " %*s", c.width, c.cell(r))
+		}
+		lines = append(lines, cut(b.String(), width))
+	}
+	return lines
+}
+
+// fit chooses the columns that fit in width and the first column's width.
+func fit(width int) ([]column, int) {
+	cols := append([]column(nil), columns...)
+	for {
+		used := 0
+		for _, c := range cols {
+			used += c.width + 1
+		}
+		if width-used >= minLabelWidth {
+			return cols, width - used
+		}
+		worst := -1
+		for i, c := range cols {
+			if c.drop > 0 && (worst < 0 || c.drop > cols[worst].drop) {
+				worst = i
+			}
+		}
+		if worst < 0 {
+			return cols, max(width-used, 4)
+		}
+		cols = append(cols[:worst], cols[worst+1:]...)
+	}
+}
+
+// Header returns the lines above the table: what is shown, from where, and
+// the node's totals.
+func (s *Screen) Header(width int) []string {
+	title := fmt.Sprintf("schedstatd top - %s  every %s  %s", s.Source, s.Interval.Round(time.Millisecond), s.Time.Format("15:04:05"))
+	node := "node  collecting: rates after the second sample"
+	if !s.Pending && s.Node != nil {
+		n := s.Node
+		node = fmt.Sprintf("node  run %s/s  wait %s/s  wait/run %s  slices %s/s  tasks %.0f",
+			strings.TrimSpace(rate(*n, n.Run, 0)), strings.TrimSpace(rate(*n, n.Wait, 0)), ratio(n.Ratio()),
+			strconv.FormatFloat(n.Timeslices, 'f', 0, 64), n.Tasks)
+	}
+	order := "largest first"
+	if s.Sort == ByName {
+		order = "A-Z"
+	}
+	if s.Reverse {
+		order = "reversed"
+	}
+	state := fmt.Sprintf("view: %s  sort: %s (%s)  %d of %d rows", s.View, sortTitle(s.Sort), order, len(s.Rows), s.Total)
+	if s.Filter != "" {
+		state += fmt.Sprintf("  filter: %q", s.Filter)
+	}
+	return []string{cut(title, width), cut(node, width), cut(state, width)}
+}
+
+// sortTitle names the column sort key k sorts by.
+func sortTitle(k SortKey) string {
+	if k == ByName {
+		return "name"
+	}
+	for _, c := range columns {
+		if c.key == k {
+			return strings.ToLower(c.title)
+		}
+	}
+	return k.String()
+}
+
+// rate formats seconds per second in at most w characters (0: any).
+func rate(r Row, v float64, w int) string {
+	if !r.Known {
+		return "-"
+	}
+	for _, prec := range []int{3, 2, 1, 0} {
+		s := strconv.FormatFloat(v, 'f', prec, 64)
+		if w <= 0 || len(s) <= w {
+			return s
+		}
+	}
+	return strconv.FormatFloat(v, 'g', 3, 64)
+}
+
+// ratio formats a starvation ratio; NaN (no rate, or no run time) is "-".
+func ratio(v float64) string {
+	if math.IsNaN(v) || math.IsInf(v, 0) {
+		return "-"
+	}
+	return strconv.FormatFloat(v, 'f', 2, 64)
+}
+
+// pad pads s with spaces to w runes.
+func pad(s string, w int) string {
+	if n := utf8.RuneCountInString(s); n < w {
+		return s + strings.Repeat(" ", w-n)
+	}
+	return s
+}
+
+// ellipsis shortens s to w runes, keeping its end behind "...".
+func ellipsis(s string, w int) string {
+	n := utf8.RuneCountInString(s)
+	if n <= w {
+		return s
+	}
+	if w <= 3 {
+		return string([]rune(s)[n-w:])
+	}
+	return "..." + string([]rune(s)[n-(w-3):])
+}
+
+// cut cuts s to w runes; w of 0 or less keeps it whole.
+func cut(s string, w int) string {
+	if w <= 0 || utf8.RuneCountInString(s) <= w {
+		return s
+	}
+	return string([]rune(s)[:w])
+}
