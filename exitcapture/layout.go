@@ -1,0 +1,159 @@
+package exitcapture
+
+import (
+	"errors"
+	"fmt"
+
+	"github.com/cilium/ebpf/btf"
+)
+
+// taskDead is TASK_DEAD in include/linux/sched.h: the state a task is in
+// when it switches away for the last time.
+const taskDead = 0x80
+
+// field is where one scalar sits in a kernel struct: its byte offset and
+// its size (4 or 8).
+type field struct {
+	offset int16
+	size   int
+}
+
+// layout is what the program needs to know about the running kernel: which
+// slot of the sched_switch context holds prev and the previous state, and
+// where the task fields it reads sit in task_struct.
+type layout struct {
+	// prevArg and stateArg index the u64 slots of the tp_btf context. A
+	// stateArg of -1 means the tracepoint has no prev_state argument
+	// (before Linux 5.18) and the state is read from prev itself.
+	prevArg, stateArg int
+	state             field // task_struct.__state (or .state)
+
+	pid, tgid, start field
+	runtime, delay   field // se.sum_exec_runtime, sched_info.run_delay
+	pcount           field // sched_info.pcount
+}
+
+// errLayout is wrapped by every error about the kernel's types.
+var errLayout = errors.New("kernel types")
+
+// kernelLayout finds the layout in the kernel's BTF.
+func kernelLayout(spec *btf.Spec) (layout, error) {
+	var l layout
+	var td *btf.Typedef
+	if err := spec.TypeByName("btf_trace_sched_switch", &td); err != nil {
+		return l, fmt.Errorf("%w: sched_switch tracepoint: %w", errLayout, err)
+	}
+	var proto *btf.FuncProto
+	if ptr, ok := btf.UnderlyingType(td.Type).(*btf.Pointer); ok {
+		proto, _ = btf.UnderlyingType(ptr.Target).(*btf.FuncProto)
+	}
+	if proto == nil {
+		return l, fmt.Errorf("%w: btf_trace_sched_switch is %v, not a function pointer", errLayout, td.Type)
+	}
+	// Params[0] is the tracepoint's private data; the context holds the rest:
+	// (bool preempt, struct task_struct *prev, struct task_struct *next
+	// [, unsigned int prev_state]).
+	args := proto.Params[min(1, len(proto.Params)):]
+	switch {
+	case len(args) >= 4 && isTaskPtr(args[1].Type) && isInt(args[3].Type):
+		l.prevArg, l.stateArg = 1, 3
+	case len(args) == 3 && isTaskPtr(args[1].Type):
+		l.prevArg, l.stateArg = 1, -1
+	default:
+		return l, fmt.Errorf("%w: unexpected sched_switch arguments %v", errLayout, proto)
+	}
+
+	var task *btf.Struct
+	if err := spec.TypeByName("task_struct", &task); err != nil {
+		return l, fmt.Errorf("%w: %w", errLayout, err)
+	}
+	var err error
+	get := func(path ...string) field {
+		if err != nil {
+			return field{}
+		}
+		var f field
+		f, err = findField(task, path...)
+		return f
+	}
+	l.pid = get("pid")
+	l.tgid = get("tgid")
+	l.start = get("start_boottime")
+	l.runtime = get("se", "sum_exec_runtime")
+	l.delay = get("sched_info", "run_delay")
+	l.pcount = get("sched_info", "pcount")
+	if l.stateArg < 0 {
+		if l.state, err = findField(task, "__state"); err != nil {
+			l.state, err = findField(task, "state")
+		}
+	}
+	return l, err
+}
+
+func isTaskPtr(t btf.Type) bool {
+	p, ok := btf.UnderlyingType(t).(*btf.Pointer)
+	if !ok {
+		return false
+	}
+	s, ok := btf.UnderlyingType(p.Target).(*btf.Struct)
+	return ok && s.Name == "task_struct"
+}
+
+func isInt(t btf.Type) bool {
+	_, ok := btf.UnderlyingType(t).(*btf.Int)
+	return ok
+}
+
+// findField returns the offset and size of the scalar at path below t, a
+// struct or union, looking through anonymous structs and unions (randomized
+// layouts and unions hide members in them). Only whole 4- or 8-byte
+// integers qualify.
+func findField(t btf.Type, path ...string) (field, error) {
+	off, mt, ok := member(t, path[0])
+	if !ok {
+		return field{}, fmt.Errorf("%w: no member %q in %v", errLayout, path[0], t)
+	}
+	if len(path) > 1 {
+		f, err := findField(mt, path[1:]...)
+		f.offset += int16(off)
+		return f, err
+	}
+	size, err := btf.Sizeof(mt)
+	if err != nil || (size != 4 && size != 8) || !isInt(mt) {
+		return field{}, fmt.Errorf("%w: member %q is %v, not a 4- or 8-byte integer", errLayout, path[0], mt)
+	}
+	if off > 1<<15-8 {
+		return field{}, fmt.Errorf("%w: member %q at offset %d is out of reach", errLayout, path[0], off)
+	}
+	return field{offset: int16(off), size: size}, nil
+}
+
+// member finds the member called name in t, a struct or union, or in its
+// anonymous members, and returns its byte offset from the start of t.
+// Bitfields do not qualify.
+func member(t btf.Type, name string) (int, btf.Type, bool) {
+	var ms []btf.Member
+	switch c := btf.UnderlyingType(t).(type) {
+	case *btf.Struct:
+		ms = c.Members
+	case *btf.Union:
+		ms = c.Members
+	default:
+		return 0, nil, false
+	}
+	for _, m := range ms {
+		if m.BitfieldSize != 0 || m.Offset%8 != 0 {
+			continue
+		}
+		base := int(m.Offset / 8)
+		if m.Name == name {
+			return base, m.Type, true
+		}
+		if m.Name == "" {
+			if off, mt, ok := member(m.Type, name); ok {
+				return base + off, mt, true
+			}
+		}
+	}
+	return 0, nil, false
+}

@@ -1,0 +1,170 @@
+package exitcapture
+
+import (
+	"errors"
+	"fmt"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/cilium/ebpf"
+	"github.com/cilium/ebpf/btf"
+	"github.com/cilium/ebpf/link"
+	"github.com/cilium/ebpf/ringbuf"
+	"github.com/cilium/ebpf/rlimit"
+	"github.com/schedstatd/schedstatd/container"
+)
+
+// ErrUnsupported is wrapped by the errors Open returns when the kernel or
+// the process's privileges do not allow exit capture: no kernel BTF, no
+// cgroup2 hierarchy, a kernel that refuses the program, or missing
+// CAP_BPF and CAP_PERFMON. The system error stays in the chain, so
+// errors.Is(err, os.ErrPermission) tells privileges apart.
+var ErrUnsupported = errors.New("exitcapture: exit capture unsupported")
+
+// Defaults for the zero Options fields.
+const (
+	DefaultRingBytes      = 1 << 20
+	DefaultQueueLen       = 16384
+	DefaultRescanInterval = 100 * time.Millisecond
+	DefaultPollInterval   = 20 * time.Millisecond
+)
+
+// Options configure Open.
+type Options struct {
+	// UnifiedDir is the directory of the cgroup2 hierarchy, as
+	// cgroupfs.Hierarchy.UnifiedDir returns it. Records are attributed to
+	// the path of their cgroup relative to it, which on a hybrid node names
+	// the same cgroup in the walked v1 hierarchy. Required.
+	UnifiedDir string
+	// RingBytes is the size of the kernel's ring buffer of records, a power
+	// of two and a multiple of the page size; DefaultRingBytes if 0. A
+	// record takes 56 bytes in it.
+	RingBytes int
+	// QueueLen bounds the records held between two drains; records beyond
+	// it are counted lost. DefaultQueueLen if 0.
+	QueueLen int
+	// RescanInterval is the least time between two walks of the unified
+	// hierarchy to resolve new cgroup ids; records of a cgroup made since
+	// the last walk wait at most that long. DefaultRescanInterval if 0.
+	RescanInterval time.Duration
+	// PollInterval is how often the reader looks for records; the kernel
+	// wakes it sooner only when the ring is half full.
+	// DefaultPollInterval if 0.
+	PollInterval time.Duration
+	// Load creates the program and maps of spec in the kernel; nil means
+	// ebpf.NewCollection. Tests replace it to deny loading.
+	Load func(spec *ebpf.CollectionSpec) (*ebpf.Collection, error)
+
+	// stateFromTask builds the program for kernels whose sched_switch has
+	// no prev_state argument, so tests can load it here.
+	stateFromTask bool
+}
+
+// Source is a loaded and attached exit capture. A goroutine of its own
+// reads the kernel's ring buffer into a bounded queue; Drain hands the
+// queue to the goroutine that owns the table. Stats and Close may be
+// called from any goroutine; Drain and Feed from one at a time.
+type Source struct {
+	coll    *ebpf.Collection
+	link    link.Link
+	reader  *ringbuf.Reader
+	cgroups *cgroupIndex
+	max     int
+	poll    time.Duration
+	done    chan struct{}
+
+	// waiting holds records whose cgroup is new until the next walk; only
+	// the reader goroutine touches it.
+	waiting []waiter
+
+	mu    sync.Mutex
+	queue []container.Exit // filled by the reader goroutine
+	spare []container.Exit // handed out by Drain
+
+	events, dropped atomic.Uint64
+
+	lostMu    sync.Mutex
+	lostMap   *ebpf.Map // nil once closed
+	lostFinal uint64    // the kernel's count at the last read
+
+	closeOnce sync.Once
+	closeErr  error
+}
+
+// Open loads the program, attaches it to sched_switch and starts reading
+// records. It needs kernel BTF and CAP_BPF with CAP_PERFMON (or root); see
+// ErrUnsupported.
+func Open(opts Options) (*Source, error) {
+	opts = withDefaults(opts)
+	if opts.UnifiedDir == "" {
+		return nil, fmt.Errorf("%w: no cgroup2 hierarchy to attribute exits by", ErrUnsupported)
+	}
+	cgroups, err := newCgroupIndex(opts.UnifiedDir, opts.RescanInterval)
+	if err != nil {
+		return nil, fmt.Errorf("%w: cgroup2 hierarchy: %w", ErrUnsupported, err)
+	}
+	kernel, err := btf.LoadKernelSpec()
+	if err != nil {
+		return nil, fmt.Errorf("%w: kernel BTF: %w", ErrUnsupported, err)
+	}
+	l, err := kernelLayout(kernel)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %w", ErrUnsupported, err)
+	}
+	if opts.stateFromTask {
+		l.stateArg = -1
+		if l.state, err = findField(taskStruct(kernel), "__state"); err != nil {
+			return nil, err
+		}
+	}
+	// Kernels before 5.11 charge BPF memory to RLIMIT_MEMLOCK.
+	_ = rlimit.RemoveMemlock()
+	coll, err := opts.Load(collectionSpec(l, opts.RingBytes))
+	if err != nil {
+		return nil, fmt.Errorf("%w: load: %w", ErrUnsupported, err)
+	}
+	s := &Source{coll: coll, lostMap: coll.Maps[lostName], max: opts.QueueLen, poll: opts.PollInterval, done: make(chan struct{})}
+	s.link, err = link.AttachTracing(link.TracingOptions{
+		Program:    coll.Programs[progName],
+		AttachType: ebpf.AttachTraceRawTp,
+	})
+	if err != nil {
+		coll.Close()
+		return nil, fmt.Errorf("%w: attach to sched_switch: %w", ErrUnsupported, err)
+	}
+	s.reader, err = ringbuf.NewReader(coll.Maps[ringName])
+	if err != nil {
+		s.link.Close()
+		coll.Close()
+		return nil, fmt.Errorf("exitcapture: ring buffer reader: %w", err)
+	}
+	s.cgroups = cgroups
+	go s.read()
+	return s, nil
+}
+
+func withDefaults(o Options) Options {
+	if o.RingBytes == 0 {
+		o.RingBytes = DefaultRingBytes
+	}
+	if o.QueueLen == 0 {
+		o.QueueLen = DefaultQueueLen
+	}
+	if o.RescanInterval == 0 {
+		o.RescanInterval = DefaultRescanInterval
+	}
+	if o.PollInterval == 0 {
+		o.PollInterval = DefaultPollInterval
+	}
+	if o.Load == nil {
+		o.Load = ebpf.NewCollection
+	}
+	return o
+}
+
+func taskStruct(spec *btf.Spec) btf.Type {
+	var t *btf.Struct
+	_ = spec.TypeByName("task_struct", &t)
+	return t
+}
