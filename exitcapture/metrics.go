@@ -1,0 +1,56 @@
+package exitcapture
+
+import "github.com/prometheus/client_golang/prometheus"
+
+var (
+	enabledDesc = prometheus.NewDesc("schedstatd_exit_capture_enabled",
+		"1 if exit capture is loaded and exited tasks count up to their exit; 0 if the daemon polls only.", nil, nil)
+	eventsDesc = prometheus.NewDesc("schedstatd_exit_events_total",
+		"Exit records received from the kernel, one per exited task (thread).", nil, nil)
+	lostDesc = prometheus.NewDesc("schedstatd_exit_events_lost_total",
+		"Exit records lost because the kernel ring buffer or the queue between passes was full; those tasks count up to the last pass that saw them.", nil, nil)
+	unattributedDesc = prometheus.NewDesc("schedstatd_exit_events_unattributed_total",
+		"Exit records whose cgroup was unknown or gone, credited to the nearest ancestor that exists.", nil, nil)
+)
+
+// Collector exports a Source's self metrics. It may be collected from any
+// goroutine.
+type Collector struct {
+	src          *Source
+	unattributed func() uint64
+}
+
+// NewCollector returns a collector of src's counts; src may be nil, when
+// exit capture is off or unavailable. unattributed, if not nil, returns
+// the table's count of exit records credited to an ancestor
+// (container.Counters.UnattributedExits), which includes records of
+// cgroups removed since; without it, only records whose cgroup id was
+// never found are counted.
+func NewCollector(src *Source, unattributed func() uint64) *Collector {
+	return &Collector{src: src, unattributed: unattributed}
+}
+
+// Describe sends the four descriptions.
+func (c *Collector) Describe(ch chan<- *prometheus.Desc) {
+	ch <- enabledDesc
+	ch <- eventsDesc
+	ch <- lostDesc
+	ch <- unattributedDesc
+}
+
+// Collect sends the four metrics.
+func (c *Collector) Collect(ch chan<- prometheus.Metric) {
+	st := c.src.Stats()
+	enabled := 0.0
+	if c.src != nil {
+		enabled = 1
+	}
+	un := st.Unknown
+	if c.unattributed != nil {
+		un = c.unattributed()
+	}
+	ch <- prometheus.MustNewConstMetric(enabledDesc, prometheus.GaugeValue, enabled)
+	ch <- prometheus.MustNewConstMetric(eventsDesc, prometheus.CounterValue, float64(st.Events))
+	ch <- prometheus.MustNewConstMetric(lostDesc, prometheus.CounterValue, float64(st.Lost))
+	ch <- prometheus.MustNewConstMetric(unattributedDesc, prometheus.CounterValue, float64(un))
+}

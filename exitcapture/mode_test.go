@@ -1,0 +1,97 @@
+package exitcapture
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"strings"
+	"testing"
+
+	"github.com/cilium/ebpf"
+	"github.com/cilium/ebpf/btf"
+	"github.com/prometheus/client_golang/prometheus/testutil"
+	"golang.org/x/sys/unix"
+)
+
+// denied stands in for a kernel that refuses an unprivileged process.
+func denied(*ebpf.CollectionSpec) (*ebpf.Collection, error) {
+	return nil, fmt.Errorf("map create: %w", unix.EPERM)
+}
+
+func TestSelect(t *testing.T) {
+	deny := Options{UnifiedDir: t.TempDir(), Load: denied}
+	_, btfErr := btf.LoadKernelSpec()
+	for _, tc := range []struct {
+		name    string
+		mode    Mode
+		opts    Options
+		wantErr bool
+		wantLog string
+	}{
+		{"auto falls back when loading is denied", Auto, deny, false, "level=WARN msg=\"exit capture unavailable, polling only"},
+		{"auto falls back without cgroup2", Auto, Options{}, false, "no cgroup2 hierarchy"},
+		{"on fails when loading is denied", On, deny, true, ""},
+		{"off loads nothing", Off, deny, false, "exit capture off"},
+		{"unknown mode", Mode("yes"), deny, true, ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var log bytes.Buffer
+			s, err := Select(tc.mode, tc.opts, slog.New(slog.NewTextHandler(&log, nil)))
+			if s != nil {
+				s.Close()
+				t.Fatal("got a source")
+			}
+			if (err != nil) != tc.wantErr {
+				t.Fatalf("err = %v, want error %v", err, tc.wantErr)
+			}
+			// Without kernel BTF, Open fails before it tries to load.
+			if tc.mode == On && (!errors.Is(err, ErrUnsupported) || btfErr == nil && !errors.Is(err, os.ErrPermission)) {
+				t.Errorf("err = %v, want ErrUnsupported and a permission error", err)
+			}
+			if !strings.Contains(log.String(), tc.wantLog) || strings.Count(log.String(), "\n") > 1 {
+				t.Errorf("log %q, want one line with %q", log.String(), tc.wantLog)
+			}
+		})
+	}
+}
+
+func TestParseMode(t *testing.T) {
+	for _, s := range Modes() {
+		if m, err := ParseMode(s); err != nil || string(m) != s {
+			t.Errorf("ParseMode(%q) = %q, %v", s, m, err)
+		}
+	}
+	if _, err := ParseMode("true"); err == nil {
+		t.Error("ParseMode(true) succeeded")
+	}
+}
+
+// TestCollectorDisabled: after auto fell back, the metrics say capture is
+// off and count nothing.
+func TestCollectorDisabled(t *testing.T) {
+	s, _ := Select(Auto, Options{UnifiedDir: t.TempDir(), Load: denied}, slog.New(slog.DiscardHandler))
+	c := NewCollector(s, nil)
+	want := `
+# HELP schedstatd_exit_capture_enabled 1 if exit capture is loaded and exited tasks count up to their exit; 0 if the daemon polls only.
+# TYPE schedstatd_exit_capture_enabled gauge
+schedstatd_exit_capture_enabled 0
+# HELP schedstatd_exit_events_lost_total Exit records lost because the kernel ring buffer or the queue between passes was full; those tasks count up to the last pass that saw them.
+# TYPE schedstatd_exit_events_lost_total counter
+schedstatd_exit_events_lost_total 0
+# HELP schedstatd_exit_events_total Exit records received from the kernel, one per exited task (thread).
+# TYPE schedstatd_exit_events_total counter
+schedstatd_exit_events_total 0
+# HELP schedstatd_exit_events_unattributed_total Exit records whose cgroup was unknown or gone, credited to the nearest ancestor that exists.
+# TYPE schedstatd_exit_events_unattributed_total counter
+schedstatd_exit_events_unattributed_total 0
+`
+	if err := testutil.CollectAndCompare(c, strings.NewReader(want)); err != nil {
+		t.Error(err)
+	}
+	problems, err := testutil.CollectAndLint(c)
+	if err != nil || len(problems) > 0 {
+		t.Errorf("lint: %v %v", err, problems)
+	}
+}
