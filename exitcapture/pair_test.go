@@ -1,0 +1,100 @@
+package exitcapture
+
+import (
+	"os/exec"
+	"testing"
+	"time"
+
+	"github.com/schedstatd/schedstatd/cgroupfs"
+	"github.com/schedstatd/schedstatd/container"
+	"github.com/schedstatd/schedstatd/internal/testcg"
+)
+
+// pair is two tables over the same hierarchy and the same tasks: one fed
+// by an exit source, one polling only, so one run gives both figures.
+type pair struct {
+	src            *Source
+	capture, polls *container.Table
+}
+
+func newPair(t testing.TB, src *Source, hierarchy string) *pair {
+	t.Helper()
+	open := func() *container.Table {
+		h, err := cgroupfs.Open(testcg.Root, hierarchy)
+		if err != nil {
+			t.Fatal(err)
+		}
+		tb := container.NewTable(h, container.ProcOpener{Root: "/proc"})
+		t.Cleanup(func() { tb.Close() })
+		return tb
+	}
+	return &pair{src: src, capture: open(), polls: open()}
+}
+
+// pass is what the daemon does each interval, for both tables.
+func (p *pair) pass(t testing.TB) {
+	t.Helper()
+	p.src.Feed(p.capture)
+	for _, tb := range []*container.Table{p.capture, p.polls} {
+		if err := tb.Pass(); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// every runs a pass every interval until the returned stop is called,
+// which waits for the last pass to end, so the caller owns the tables
+// again.
+func (p *pair) every(t testing.TB, interval time.Duration) (stop func()) {
+	quit, done := make(chan struct{}), make(chan struct{})
+	go func() {
+		defer close(done)
+		tick := time.NewTicker(interval)
+		defer tick.Stop()
+		for {
+			select {
+			case <-quit:
+				return
+			case <-tick.C:
+				p.pass(t)
+			}
+		}
+	}()
+	return func() { close(quit); <-done }
+}
+
+// settle returns once every task that exited before it was called has had
+// its record fed to the capturing table. Other tasks on the node may exit
+// all the while, so it waits for a marker instead of for silence: it runs
+// a process, and once that process's record is read, every record
+// reserved before it in the ring has been read too.
+func (p *pair) settle(t testing.TB) {
+	t.Helper()
+	time.Sleep(10 * time.Millisecond) // a reaped task may not have switched away yet
+	marker := exec.Command("/bin/true")
+	if err := marker.Run(); err != nil {
+		t.Fatal(err)
+	}
+	pid := int32(marker.Process.Pid)
+	p.capture.TrackExits()
+	found := false
+	for deadline := time.Now().Add(5 * time.Second); !found; time.Sleep(2 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("no exit record of marker process %d after 5s", pid)
+		}
+		p.src.Drain(func(x container.Exit) {
+			found = found || x.TID == pid
+			p.capture.Exit(x)
+		})
+	}
+}
+
+// run returns the run seconds of the cgroup at rel in tb's last pass.
+func run(t testing.TB, tb *container.Table, rel string) uint64 {
+	t.Helper()
+	cg, ok := tb.Snapshot().Lookup(rel)
+	if !ok {
+		t.Fatalf("cgroup %s not in the snapshot", rel)
+	}
+	return cg.Stat.RunNanoseconds
+}

@@ -1,0 +1,134 @@
+package exitcapture
+
+import (
+	"os"
+	"path/filepath"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/schedstatd/schedstatd/container"
+	"github.com/schedstatd/schedstatd/internal/e2e"
+	"github.com/schedstatd/schedstatd/internal/testcg"
+	"github.com/schedstatd/schedstatd/internal/testproc"
+	"github.com/schedstatd/schedstatd/schedstat"
+)
+
+var unifiedRoot = filepath.Join(testcg.Root, "unified")
+
+// openSource opens a source over the test machine's unified hierarchy and
+// closes it when the test ends. It needs root.
+func openSource(t testing.TB, opts Options) *Source {
+	t.Helper()
+	e2e.RequireRoot(t)
+	if opts.UnifiedDir == "" {
+		opts.UnifiedDir = unifiedRoot
+	}
+	s, err := Open(opts)
+	if err != nil {
+		t.Fatalf("open: %v", err)
+	}
+	t.Cleanup(func() {
+		if err := s.Close(); err != nil {
+			t.Error(err)
+		}
+	})
+	return s
+}
+
+// twin makes a cgroup in the v1 cpuacct hierarchy and one of the same name
+// in the unified hierarchy, as on a hybrid node whose tasks sit in both,
+// and returns their directories and their common relative path.
+func twin(t testing.TB) (v1, v2, rel string) {
+	t.Helper()
+	v1 = testcg.Make(t, "cpuacct")
+	rel = "/" + filepath.Base(v1)
+	v2 = filepath.Join(unifiedRoot, rel)
+	if err := os.Mkdir(v2, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { testcg.Remove(t, unifiedRoot, v2) })
+	return v1, v2, rel
+}
+
+// collect drains s until done says it has what it needs, or fails the test
+// after timeout.
+func collect(t testing.TB, s *Source, timeout time.Duration, done func(map[int32]container.Exit) bool) map[int32]container.Exit {
+	t.Helper()
+	got := map[int32]container.Exit{}
+	deadline := time.Now().Add(timeout)
+	for {
+		s.Drain(func(x container.Exit) { got[x.TID] = x })
+		if done(got) {
+			return got
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("no complete set of records after %s; have %d", timeout, len(got))
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
+
+// TestRecordsMatchProc: threads that exit while their process lives on,
+// then the process itself, each send one record, named by the same id and
+// start time /proc shows, attributed to their v2 cgroup's path. The main
+// thread's record holds exactly what its zombie's schedstat holds.
+func TestRecordsMatchProc(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		opts Options
+	}{{"prev_state argument", Options{}}, {"state read from prev", Options{stateFromTask: true}}} {
+		t.Run(tc.name, func(t *testing.T) {
+			s := openSource(t, tc.opts)
+			v2 := testcg.Make(t, "unified")
+			p := testproc.StartIn(t, 3, v2)
+			start := map[int32]uint64{}
+			last := map[int32]schedstat.Stat{}
+			buf := make([]byte, schedstat.BufferSize)
+			for _, tid := range append(p.Workers, int32(p.PID)) {
+				task, err := schedstat.Open("/proc", tid)
+				if err != nil {
+					t.Fatal(err)
+				}
+				start[tid] = task.StartTime()
+				if last[tid], err = task.Read(buf); err != nil {
+					t.Fatal(err)
+				}
+				task.Close()
+			}
+			p.Release(t)
+			p.Signal(t, syscall.SIGKILL)
+			for testproc.State(p.PID, int32(p.PID)) != 'Z' {
+				time.Sleep(time.Millisecond)
+			}
+			zombie, err := schedstat.Open("/proc", int32(p.PID))
+			if err != nil {
+				t.Fatal(err)
+			}
+			final, err := zombie.Read(buf)
+			zombie.Close()
+			if err != nil {
+				t.Fatal(err)
+			}
+			got := collect(t, s, 5*time.Second, func(m map[int32]container.Exit) bool {
+				for tid := range start {
+					if _, ok := m[tid]; !ok {
+						return false
+					}
+				}
+				return true
+			})
+			p.Kill()
+			for tid, st := range start {
+				x := got[tid]
+				if x.StartTime != st || x.Cgroup != "/"+filepath.Base(v2) || x.Final.RunNanoseconds < last[tid].RunNanoseconds || x.Final.Timeslices < last[tid].Timeslices {
+					t.Errorf("task %d: record %+v; want start %d, cgroup /%s, counters at least %+v", tid, x, st, filepath.Base(v2), last[tid])
+				}
+			}
+			if x := got[int32(p.PID)]; x.Final != final {
+				t.Errorf("main thread's record holds %+v, its zombie's schedstat %+v", x.Final, final)
+			}
+			t.Logf("%d records, stats %+v", len(got), s.Stats())
+		})
+	}
+}

@@ -1,0 +1,147 @@
+// Package churn runs short-lived tasks for tests of exit accounting: the
+// test binary re-executed as a helper that starts many threads or many
+// processes, each of which burns a set amount of CPU time and exits. Call
+// Main from TestMain so the re-executed binary becomes the helper instead
+// of running tests.
+package churn
+
+import (
+	"fmt"
+	"os"
+	"os/exec"
+	"runtime"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"golang.org/x/sys/unix"
+)
+
+const envMode = "SCHEDSTATD_CHURN"
+
+// noRaceSleep stops a race-enabled helper from sleeping a second at exit.
+const noRaceSleep = "GORACE=atexit_sleep_ms=0"
+
+// The helper's main goroutine keeps the main thread, so that threads it
+// starts can exit while the process lives on.
+func init() {
+	if os.Getenv(envMode) != "" {
+		runtime.LockOSThread()
+	}
+}
+
+// Main turns the process into a helper when it was started by Run, and
+// returns otherwise. Call it first in TestMain.
+func Main() {
+	s := os.Getenv(envMode)
+	if s == "" {
+		return
+	}
+	if err := helper(strings.Fields(s)); err != nil {
+		fmt.Fprintln(os.Stderr, "churn:", err)
+		os.Exit(2)
+	}
+	os.Exit(0)
+}
+
+// helper runs one of:
+//
+//	threads N D P   N threads, P at a time, each burning D of CPU and exiting
+//	procs N D P     N processes, P at a time, each burning D of CPU and exiting
+//	spin D          burn D of CPU on the main thread and exit
+//
+// threads prints the ids of the threads it ran.
+func helper(args []string) error {
+	if len(args) == 2 && args[0] == "spin" {
+		d, err := time.ParseDuration(args[1])
+		if err != nil {
+			return err
+		}
+		Burn(d)
+		return nil
+	}
+	if len(args) != 4 {
+		return fmt.Errorf("bad mode %q", args)
+	}
+	n, err1 := strconv.Atoi(args[1])
+	d, err2 := time.ParseDuration(args[2])
+	p, err3 := strconv.Atoi(args[3])
+	if err1 != nil || err2 != nil || err3 != nil || p < 1 {
+		return fmt.Errorf("bad mode %q", args)
+	}
+	switch args[0] {
+	case "threads":
+		fmt.Println("tids", strings.Join(threads(n, d, p), " "))
+		return nil
+	case "procs":
+		return procs(n, d, p)
+	}
+	return fmt.Errorf("bad mode %q", args)
+}
+
+// threads runs n threads, p at a time. Each worker locks its thread and
+// returns locked, so the Go runtime ends the thread with it.
+func threads(n int, d time.Duration, p int) []string {
+	sem := make(chan struct{}, p)
+	tids := make(chan int, n)
+	var wg sync.WaitGroup
+	for range n {
+		sem <- struct{}{}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			runtime.LockOSThread()
+			tids <- unix.Gettid()
+			Burn(d)
+			<-sem
+		}()
+	}
+	wg.Wait()
+	close(tids)
+	var ids []string
+	for id := range tids {
+		ids = append(ids, strconv.Itoa(id))
+	}
+	return ids
+}
+
+// procs runs n processes of "spin d", p at a time.
+func procs(n int, d time.Duration, p int) error {
+	sem := make(chan struct{}, p)
+	errs := make(chan error, n)
+	var wg sync.WaitGroup
+	for range n {
+		sem <- struct{}{}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			defer func() { <-sem }()
+			cmd := exec.Command(os.Args[0], "-test.run=^$")
+			cmd.Env = append(os.Environ(), envMode+"=spin "+d.String(), noRaceSleep)
+			cmd.Stderr = os.Stderr
+			if err := cmd.Run(); err != nil {
+				errs <- err
+			}
+		}()
+	}
+	wg.Wait()
+	close(errs)
+	return <-errs
+}
+
+// Burn spins on the calling thread until it has used d of CPU time.
+func Burn(d time.Duration) {
+	var ts unix.Timespec
+	if unix.ClockGettime(unix.CLOCK_THREAD_CPUTIME_ID, &ts) != nil {
+		return
+	}
+	end := ts.Nano() + d.Nanoseconds()
+	for ts.Nano() < end {
+		for i := 0; i < 20000; i++ {
+		}
+		if unix.ClockGettime(unix.CLOCK_THREAD_CPUTIME_ID, &ts) != nil {
+			return
+		}
+	}
+}
