@@ -1,0 +1,84 @@
+package benchmarks_test
+
+import (
+	"fmt"
+	"strconv"
+	"testing"
+
+	"github.com/schedstatd/schedstatd/internal/sleepers"
+	"github.com/schedstatd/schedstatd/schedstat"
+	"golang.org/x/sys/unix"
+)
+
+// openBatch is how many tasks one op opens.
+const openBatch = 100
+
+// BenchmarkOpen is the cost of the first sight of a task: opening it as the
+// table does for a task it has not seen (schedstat.Open: the task
+// directory, the start time from stat, the schedstat fd), for threads of a
+// process of 100, 2,000 and 10,000 threads. /proc/<tid>/stat describes the
+// whole thread group when read through /proc/<tid> and sums the CPU time
+// of every thread in it, so its cost grows with the size of the process;
+// task-stat is the same open with the start time read from
+// /proc/<tid>/task/<tid>/stat, which describes the thread alone. One op
+// opens and closes openBatch tasks; ns/task is per task opened.
+func BenchmarkOpen(b *testing.B) {
+	sizes := []int{100, 2000, 10000}
+	if testing.Short() {
+		sizes = sizes[:2]
+	}
+	for _, n := range sizes {
+		b.Run(fmt.Sprintf("threads-in-process=%d", n), func(b *testing.B) {
+			p := sleepers.Start(b, n)
+			tids := p.TIDs[:openBatch]
+			b.Run("schedstat.Open", func(b *testing.B) {
+				measure(b, modes[0], openBatch, func() {
+					for _, tid := range tids {
+						t, err := schedstat.Open("/proc", tid)
+						if err != nil {
+							b.Fatal(err)
+						}
+						t.Close()
+					}
+				})
+			})
+			b.Run("task-stat", func(b *testing.B) {
+				buf := make([]byte, schedstat.BufferSize)
+				measure(b, modes[0], openBatch, func() {
+					for _, tid := range tids {
+						fd, err := openViaTaskStat(tid, buf)
+						if err != nil {
+							b.Fatal(err)
+						}
+						unix.Close(fd)
+					}
+				})
+			})
+		})
+	}
+}
+
+// openViaTaskStat opens /proc/<tid>/schedstat as schedstat.Open does,
+// through an O_PATH fd on /proc/<tid> that pins the task, but reads the
+// start time from task/<tid>/stat below it. It returns the schedstat fd.
+func openViaTaskStat(tid int32, buf []byte) (int, error) {
+	id := strconv.Itoa(int(tid))
+	dirfd, err := unix.Open("/proc/"+id, unix.O_PATH|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return -1, err
+	}
+	defer unix.Close(dirfd)
+	statfd, err := unix.Openat(dirfd, "task/"+id+"/stat", unix.O_RDONLY|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return -1, err
+	}
+	n, err := unix.Pread(statfd, buf, 0)
+	unix.Close(statfd)
+	if err != nil {
+		return -1, err
+	}
+	if _, err := schedstat.ParseStartTime(buf[:n]); err != nil {
+		return -1, err
+	}
+	return unix.Openat(dirfd, "schedstat", unix.O_RDONLY|unix.O_CLOEXEC, 0)
+}

@@ -1,0 +1,188 @@
+package benchmarks_test
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"testing"
+
+	"github.com/schedstatd/schedstatd/cgroupfs"
+	"github.com/schedstatd/schedstatd/container"
+	"github.com/schedstatd/schedstatd/internal/baseline"
+	"github.com/schedstatd/schedstatd/internal/e2e"
+	"github.com/schedstatd/schedstatd/internal/sleepers"
+	"github.com/schedstatd/schedstatd/internal/testcg"
+	"golang.org/x/sys/unix"
+)
+
+// containersPerPod is the number of container cgroups in each pod cgroup
+// of the benchmark tree; threads live in the containers.
+const containersPerPod = 4
+
+// BenchmarkPass runs whole passes over a real cgroup v1 (cpuacct) tree of
+// pods and containers holding the sleeping threads of one helper process,
+// walked by cgroupfs from the tree's top: schedstatd's table (walk, one
+// pread per task on a kept fd, accounting, rollup), the floor of one bare
+// pread per listed task on fds kept open (no walk, no parsing, no
+// accounting), and a pass that walks the same way but reads every task
+// with os.ReadFile into cAdvisor-style pid maps, one per cgroup. Per-task
+// figures are per listed thread.
+func BenchmarkPass(b *testing.B) {
+	threads, pods := 20000, 40
+	if testing.Short() {
+		threads, pods = 2000, 4
+	}
+	e2e.RequireRoot(b)
+	threads = fitThreads(b, threads)
+	cgroups := pods * (1 + containersPerPod)
+	b.Run(fmt.Sprintf("threads=%d/cgroups=%d", threads, cgroups), func(b *testing.B) {
+		top, leaves := makePods(b, pods)
+		p := sleepers.Start(b, threads)
+		place(b, top, leaves, p)
+		for _, m := range modes {
+			b.Run(m.name, func(b *testing.B) {
+				b.Run("pread", func(b *testing.B) {
+					var l cgroupfs.Listing
+					if err := openTop(b, top).List(&l); err != nil {
+						b.Fatal(err)
+					}
+					fds := openFDs(b, &l)
+					buf := make([]byte, 64)
+					measure(b, m, len(fds), func() {
+						for _, fd := range fds {
+							if _, err := unix.Pread(fd, buf, 0); err != nil {
+								b.Fatal(err)
+							}
+						}
+					})
+				})
+				b.Run("schedstatd", func(b *testing.B) {
+					table := container.NewTable(openTop(b, top), container.ProcOpener{Root: "/proc"})
+					b.Cleanup(func() { table.Close() })
+					for range 2 {
+						if err := table.Pass(); err != nil {
+							b.Fatal(err)
+						}
+					}
+					tasks := table.Snapshot().Cgroups[0].Tasks
+					if tasks < threads {
+						b.Fatalf("a pass read %d tasks of %d threads", tasks, threads)
+					}
+					measure(b, m, tasks, func() {
+						if err := table.Pass(); err != nil {
+							b.Fatal(err)
+						}
+					})
+					b.ReportMetric(float64(table.Len()), "live-entries")
+				})
+				b.Run("readfile", func(b *testing.B) {
+					h := openTop(b, top)
+					handlers := baseline.NewFlat(baseline.ReadFile("/proc"))
+					var l cgroupfs.Listing
+					pass := func() {
+						if err := h.List(&l); err != nil {
+							b.Fatal(err)
+						}
+						if err := handlers.Pass(&l); err != nil {
+							b.Fatal(err)
+						}
+					}
+					pass()
+					measure(b, m, countTIDs(&l), pass)
+					b.ReportMetric(float64(handlers.Len()), "live-entries")
+				})
+			})
+		}
+	})
+}
+
+// makePods makes a test cgroup with pods pod cgroups of containersPerPod
+// container cgroups each, all removed when tb ends, and returns the test
+// cgroup's directory and the containers' directories.
+func makePods(tb testing.TB, pods int) (string, []string) {
+	tb.Helper()
+	top := testcg.Make(tb, "cpuacct")
+	var leaves []string
+	for i := range pods {
+		pod := filepath.Join(top, fmt.Sprintf("pod%03d", i))
+		if err := os.Mkdir(pod, 0o755); err != nil {
+			tb.Fatal(err)
+		}
+		for j := range containersPerPod {
+			ctr := filepath.Join(pod, fmt.Sprintf("ctr%d", j))
+			if err := os.Mkdir(ctr, 0o755); err != nil {
+				tb.Fatal(err)
+			}
+			leaves = append(leaves, ctr)
+		}
+	}
+	return top, leaves
+}
+
+// place moves the helper into top and deals its sleeping threads out over
+// leaves, one thread at a time through the v1 tasks files. Its runtime
+// threads stay in top.
+func place(tb testing.TB, top string, leaves []string, p *sleepers.Proc) {
+	tb.Helper()
+	testcg.Move(tb, top, p.PID)
+	fds := make([]int, len(leaves))
+	for i, dir := range leaves {
+		fd, err := unix.Open(filepath.Join(dir, "tasks"), unix.O_WRONLY|unix.O_CLOEXEC, 0)
+		if err != nil {
+			tb.Fatal(err)
+		}
+		defer unix.Close(fd)
+		fds[i] = fd
+	}
+	var buf []byte
+	for i, tid := range p.TIDs {
+		buf = strconv.AppendInt(buf[:0], int64(tid), 10)
+		if _, err := unix.Write(fds[i%len(fds)], buf); err != nil {
+			tb.Fatalf("move thread %d into %s: %v", tid, leaves[i%len(fds)], err)
+		}
+	}
+}
+
+// openTop returns a walker of the hierarchy below dir alone.
+func openTop(tb testing.TB, dir string) *cgroupfs.Hierarchy {
+	tb.Helper()
+	h, err := cgroupfs.Open(dir, "")
+	if err != nil {
+		tb.Fatal(err)
+	}
+	if h.Dir() != dir || h.Version() != cgroupfs.V1 {
+		tb.Fatalf("cgroupfs.Open(%s) walks %s %s, want the v1 tree below it", dir, h.Version(), h.Dir())
+	}
+	return h
+}
+
+// openFDs opens /proc/<tid>/schedstat for every thread in l, closing them
+// when tb ends.
+func openFDs(tb testing.TB, l *cgroupfs.Listing) []int {
+	tb.Helper()
+	var fds []int
+	tb.Cleanup(func() {
+		for _, fd := range fds {
+			unix.Close(fd)
+		}
+	})
+	for _, c := range l.Cgroups {
+		for _, tid := range c.TIDs {
+			fd, err := unix.Open("/proc/"+strconv.Itoa(int(tid))+"/schedstat", unix.O_RDONLY|unix.O_CLOEXEC, 0)
+			if err != nil {
+				tb.Fatal(err)
+			}
+			fds = append(fds, fd)
+		}
+	}
+	return fds
+}
+
+func countTIDs(l *cgroupfs.Listing) int {
+	n := 0
+	for _, c := range l.Cgroups {
+		n += len(c.TIDs)
+	}
+	return n
+}
