@@ -25,46 +25,49 @@ func BenchmarkRead(b *testing.B) {
 		b.Run(fmt.Sprintf("threads=%d", n), func(b *testing.B) {
 			raiseNoFile(b, uint64(n+fdReserve))
 			p := sleepers.Start(b, n)
-			for _, m := range modes {
-				b.Run(m.name, func(b *testing.B) {
-					b.Run("readfile", func(b *testing.B) {
-						read := baseline.ReadFile("/proc")
-						measure(b, m, n, func() {
-							for _, tid := range p.TIDs {
-								if _, err := read(tid); err != nil {
-									b.Fatal(err)
-								}
-							}
-						})
-					})
-					b.Run("open-read-close", func(b *testing.B) {
-						paths := make([]string, n)
-						for i, tid := range p.TIDs {
-							paths[i] = "/proc/" + strconv.Itoa(int(tid)) + "/schedstat"
+			read := baseline.ReadFile("/proc")
+			b.Run("readfile", func(b *testing.B) {
+				eachMode(b, n, func() {
+					for _, tid := range p.TIDs {
+						if _, err := read(tid); err != nil {
+							b.Fatal(err)
 						}
-						buf := make([]byte, schedstat.BufferSize)
-						measure(b, m, n, func() {
-							for _, path := range paths {
-								if _, err := baseline.OpenReadClose(path, buf); err != nil {
-									b.Fatal(err)
-								}
-							}
-						})
-					})
-					b.Run("kept-fd", func(b *testing.B) {
-						tasks := openTasks(b, p.TIDs)
-						buf := make([]byte, schedstat.BufferSize)
-						measure(b, m, n, func() {
-							for _, t := range tasks {
-								if _, err := t.Read(buf); err != nil {
-									b.Fatal(err)
-								}
-							}
-						})
-					})
+					}
 				})
-			}
+			})
+			b.Run("open-read-close", func(b *testing.B) {
+				paths := make([]string, n)
+				for i, tid := range p.TIDs {
+					paths[i] = "/proc/" + strconv.Itoa(int(tid)) + "/schedstat"
+				}
+				buf := make([]byte, schedstat.BufferSize)
+				eachMode(b, n, func() {
+					for _, path := range paths {
+						if _, err := baseline.OpenReadClose(path, buf); err != nil {
+							b.Fatal(err)
+						}
+					}
+				})
+			})
+			b.Run("kept-fd", func(b *testing.B) {
+				tasks := openTasks(b, p.TIDs)
+				buf := make([]byte, schedstat.BufferSize)
+				eachMode(b, n, func() {
+					for _, t := range tasks {
+						if _, err := t.Read(buf); err != nil {
+							b.Fatal(err)
+						}
+					}
+				})
+			})
 		})
+	}
+}
+
+// eachMode measures pass in every mode, as a sub-benchmark of b each.
+func eachMode(b *testing.B, tasks int, pass func()) {
+	for _, m := range modes {
+		b.Run(m.name, func(b *testing.B) { measure(b, m, tasks, pass) })
 	}
 }
 
