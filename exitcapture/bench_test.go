@@ -55,7 +55,7 @@ func BenchmarkExit(b *testing.B) {
 			b.ResetTimer()
 			n := 0
 			for n < b.N {
-				n += s.Feed(table)
+				n += s.Drain(table.Exit)
 				b.StopTimer()
 				refill()
 				b.StartTimer()

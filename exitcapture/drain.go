@@ -26,13 +26,13 @@ func (s *Source) Drain(fn func(container.Exit)) int {
 // Feed is the hook to run right before each pass of t, starting before the
 // first: it prepares t for exit records (Table.TrackExits) and drains
 // every record received so far into Table.Exit. It must be called from
-// the goroutine that owns t. A nil Source only returns 0.
-func (s *Source) Feed(t *container.Table) int {
+// the goroutine that owns t. A nil Source does nothing.
+func (s *Source) Feed(t *container.Table) {
 	if s == nil {
-		return 0
+		return
 	}
 	t.TrackExits()
-	return s.Drain(t.Exit)
+	s.Drain(t.Exit)
 }
 
 // Stats are a Source's running counts. They only grow.

@@ -53,8 +53,8 @@ func TestNoDoubleCount(t *testing.T) {
 			usage := testcg.Usage(t, v1) - usage0
 			captured, polled := run(t, p.capture, rel)-captured0, run(t, p.polls, rel)-polled0
 			c := p.capture.Counters()
-			t.Logf("cpuacct.usage %.4fs; with exit capture %.4fs (%+.4f%%); polling only %.4fs (%+.4f%%); exit events %d, exits seen by passes %d",
-				float64(usage)/1e9, float64(captured)/1e9, 100*(float64(captured)/float64(usage)-1),
+			t.Logf("cpuacct.usage %.4fs; with exit capture %.4fs (%+d ns); polling only %.4fs (%+.4f%%); exit events %d, exits seen by passes %d",
+				float64(usage)/1e9, float64(captured)/1e9, int64(captured-usage),
 				float64(polled)/1e9, 100*(float64(polled)/float64(usage)-1), c.ExitEvents, c.Exits)
 			if math.Abs(float64(captured)/float64(usage)-1) > 0.001 {
 				t.Errorf("with exit capture %d ns, CPU counter %d ns: more than 0.1%% apart", captured, usage)

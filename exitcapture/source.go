@@ -3,6 +3,7 @@ package exitcapture
 import (
 	"errors"
 	"fmt"
+	"os"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -121,6 +122,9 @@ func Open(opts Options) (*Source, error) {
 	// Kernels before 5.11 charge BPF memory to RLIMIT_MEMLOCK.
 	_ = rlimit.RemoveMemlock()
 	coll, err := opts.Load(collectionSpec(l, opts.RingBytes))
+	if errors.Is(err, os.ErrPermission) {
+		return nil, fmt.Errorf("%w: not permitted to load the program (needs CAP_BPF and CAP_PERFMON, or root): %w", ErrUnsupported, err)
+	}
 	if err != nil {
 		return nil, fmt.Errorf("%w: load: %w", ErrUnsupported, err)
 	}
