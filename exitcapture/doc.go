@@ -38,9 +38,10 @@
 //  4. A record whose cgroup was removed goes to the nearest ancestor that
 //     still exists (the table resolves the last known path), and one whose
 //     cgroup was never found goes to the root; both are counted.
-//  5. Exit capture is optional: without kernel BTF, a cgroup2 hierarchy or
-//     the privileges (CAP_BPF and CAP_PERFMON, or root), Open fails with
-//     ErrUnsupported and Select in Auto mode falls back to polling.
+//  5. Exit capture is optional: without kernel BTF, a cgroup2 hierarchy,
+//     the host's PID namespace (records carry host ids) or the privileges
+//     (CAP_BPF and CAP_PERFMON, or root), Open fails with ErrUnsupported
+//     and Select in Auto mode falls back to polling.
 //
 // A Source is owned by its creator; Drain and Feed run on the goroutine
 // that owns the table, Stats and Close on any.

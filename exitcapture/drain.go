@@ -78,8 +78,9 @@ func (s *Source) kernelLost() uint64 {
 }
 
 // Close detaches the program, stops the reader and releases the kernel
-// objects. Records not drained yet are dropped. Calling it again returns
-// the first call's result; a nil Source closes nothing.
+// objects. Records already queued can still be drained; those still in
+// the ring are dropped. Calling it again returns the first call's result;
+// a nil Source closes nothing.
 func (s *Source) Close() error {
 	if s == nil {
 		return nil

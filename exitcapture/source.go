@@ -13,13 +13,14 @@ import (
 	"github.com/cilium/ebpf/link"
 	"github.com/cilium/ebpf/ringbuf"
 	"github.com/cilium/ebpf/rlimit"
+	"github.com/schedstatd/schedstatd/cgroupfs"
 	"github.com/schedstatd/schedstatd/container"
 )
 
 // ErrUnsupported is wrapped by the errors Open returns when the kernel or
 // the process's privileges do not allow exit capture: no kernel BTF, no
-// cgroup2 hierarchy, a kernel that refuses the program, or missing
-// CAP_BPF and CAP_PERFMON. The system error stays in the chain, so
+// cgroup2 hierarchy, a PID namespace other than the host's, a kernel that
+// refuses the program, or missing CAP_BPF and CAP_PERFMON. The system error stays in the chain, so
 // errors.Is(err, os.ErrPermission) tells privileges apart.
 var ErrUnsupported = errors.New("exitcapture: exit capture unsupported")
 
@@ -100,6 +101,11 @@ func Open(opts Options) (*Source, error) {
 	opts = withDefaults(opts)
 	if opts.UnifiedDir == "" {
 		return nil, fmt.Errorf("%w: no cgroup2 hierarchy to attribute exits by", ErrUnsupported)
+	}
+	// Records name tasks by their ids in the initial PID namespace; the
+	// table's ids are those of the daemon's.
+	if host, err := cgroupfs.InitialPIDNamespace("/proc"); err != nil || !host {
+		return nil, fmt.Errorf("%w: not in the host PID namespace (run with hostPID: true)", ErrUnsupported)
 	}
 	cgroups, err := newCgroupIndex(opts.UnifiedDir, opts.RescanInterval)
 	if err != nil {

@@ -32,7 +32,8 @@ func probe() {
 // TestUnprivileged runs the selection as user nobody, whom the kernel
 // denies BPF: auto falls back with one warning, on fails with an error
 // that names the missing privileges, and CAP_BPF with CAP_PERFMON is
-// enough to load.
+// enough to load. Root in a PID namespace of its own is refused too, as
+// records name tasks by their host ids.
 func TestUnprivileged(t *testing.T) {
 	e2e.RequireRoot(t)
 	// The test binary sits in a directory only root may enter.
@@ -49,27 +50,31 @@ func TestUnprivileged(t *testing.T) {
 		t.Fatal(err)
 	}
 	const capPerfmon, capBPF = 38, 39
+	nobody := &syscall.Credential{Uid: 65534, Gid: 65534}
 	for _, tc := range []struct {
 		mode, want string
+		user       *syscall.Credential
 		caps       []uintptr
+		pidns      bool
 	}{
-		{"auto", "level=WARN msg=\"exit capture unavailable, polling only", nil},
-		{"on", "needs CAP_BPF and CAP_PERFMON, or root", nil},
-		{"on", "source=true", []uintptr{capBPF, capPerfmon}},
-		{"on", "needs CAP_BPF and CAP_PERFMON, or root", []uintptr{capBPF}},
+		{"auto", "level=WARN msg=\"exit capture unavailable, polling only", nobody, nil, false},
+		{"on", "needs CAP_BPF and CAP_PERFMON, or root", nobody, nil, false},
+		{"on", "source=true", nobody, []uintptr{capBPF, capPerfmon}, false},
+		{"on", "needs CAP_BPF and CAP_PERFMON, or root", nobody, []uintptr{capBPF}, false},
+		{"on", "not in the host PID namespace", nil, nil, true},
 	} {
 		cmd := exec.Command(bin, "-test.run=^$")
 		cmd.Env = append(os.Environ(), envProbe+"="+tc.mode, "GORACE=atexit_sleep_ms=0")
-		cmd.SysProcAttr = &syscall.SysProcAttr{
-			Credential:  &syscall.Credential{Uid: 65534, Gid: 65534},
-			AmbientCaps: tc.caps,
+		cmd.SysProcAttr = &syscall.SysProcAttr{Credential: tc.user, AmbientCaps: tc.caps}
+		if tc.pidns {
+			cmd.SysProcAttr.Cloneflags = syscall.CLONE_NEWPID
 		}
 		out, err := cmd.CombinedOutput()
 		if err != nil {
 			t.Fatalf("%s: %v: %s", tc.mode, err, out)
 		}
 		if !strings.Contains(string(out), tc.want) || strings.Contains(string(out), "source=true") != (len(tc.caps) == 2) {
-			t.Errorf("%s as nobody with capabilities %v said %q, want %q", tc.mode, tc.caps, out, tc.want)
+			t.Errorf("%s as %v with capabilities %v (new PID namespace: %v) said %q, want %q", tc.mode, tc.user, tc.caps, tc.pidns, out, tc.want)
 		}
 		if tc.mode == "auto" && (strings.Count(string(out), "\n") != 2 || !strings.Contains(string(out), "err=<nil>")) {
 			t.Errorf("auto as nobody said %q, want one log line and no error", out)
