@@ -24,6 +24,9 @@ type Poller struct {
 	requests chan chan *container.Snapshot
 	done     chan struct{}
 	duration prometheus.Histogram
+	// beforePass, if set, is called by Run's goroutine right before every
+	// pass: an exit source feeding the table.
+	beforePass func(*container.Table)
 
 	mu       sync.Mutex
 	last     *container.Snapshot
@@ -53,6 +56,11 @@ func NewPoller(table *container.Table, interval time.Duration, logger *slog.Logg
 		started: time.Now(),
 	}
 }
+
+// BeforePass sets a hook that Run's goroutine calls with the table right
+// before every pass, the first included, such as an exit source's Feed. It
+// must be called before Run.
+func (p *Poller) BeforePass(hook func(*container.Table)) { p.beforePass = hook }
 
 // Duration is the histogram of pass durations, for registration.
 func (p *Poller) Duration() prometheus.Histogram { return p.duration }
@@ -94,6 +102,9 @@ func (p *Poller) Run(ctx context.Context) error {
 // pass runs one pass and publishes its snapshot.
 func (p *Poller) pass() *container.Snapshot {
 	start := time.Now()
+	if p.beforePass != nil {
+		p.beforePass(p.table)
+	}
 	err := p.table.Pass()
 	p.duration.Observe(time.Since(start).Seconds())
 	s := p.table.Snapshot()

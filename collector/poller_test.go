@@ -13,6 +13,7 @@ import (
 	"github.com/schedstatd/schedstatd/cgroupfs"
 	"github.com/schedstatd/schedstatd/container"
 	"github.com/schedstatd/schedstatd/internal/synth"
+	"github.com/schedstatd/schedstatd/schedstat"
 )
 
 // slowLister lists a synthetic tree slowly and records how many listings
@@ -177,5 +178,43 @@ func TestStopClosesEveryHandle(t *testing.T) {
 	}
 	if _, err := p.Fresh(context.Background()); err == nil {
 		t.Error("Fresh after stop returned no error")
+	}
+}
+
+func TestBeforePassFeedsTheTable(t *testing.T) {
+	tree := synth.NewTree("/", "/a")
+	k := synth.NewKernel()
+	table := container.NewTable(tree, k)
+	p := NewPoller(table, time.Hour, quietLogger())
+	var calls atomic.Int32
+	p.BeforePass(func(tb *container.Table) {
+		if tb != table {
+			t.Error("hook got another table")
+		}
+		if calls.Add(1) == 2 {
+			// An exit record of a task no pass saw, delivered before the
+			// second pass.
+			tb.Exit(container.Exit{TID: 9, StartTime: 1, Final: schedstat.Stat{RunNanoseconds: 5}, Cgroup: "/a"})
+		}
+	})
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() {
+		p.Run(ctx)
+		close(done)
+	}()
+	defer func() {
+		cancel()
+		<-done
+	}()
+	s, err := p.Fresh(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := calls.Load(); got != 2 {
+		t.Errorf("hook ran %d times for 2 passes", got)
+	}
+	if a, _ := s.Lookup("/a"); a.Stat.RunNanoseconds != 5 {
+		t.Errorf("/a = %+v, want the exit record's 5 ns", a.Stat)
 	}
 }
