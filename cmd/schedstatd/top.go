@@ -114,6 +114,6 @@ func (c *topCommand) source(cfg *config, logger *slog.Logger) (top.Source, strin
 		return nil, "", fmt.Errorf("%w: %v", top.ErrNoCgroups, err)
 	}
 	budget := &container.FDBudget{Max: taskFDBudget(raiseFDLimit(logger))}
-	table := container.NewTable(h, container.ProcOpener{Root: cfg.procfs, Budget: budget})
+	table := container.NewTable(h, container.ProcOpener{Root: cfg.procfs, Budget: budget, Hidden: hidesTasks(cfg.procfs)})
 	return &top.LocalSource{Table: table, Dir: h.Dir()}, "this node, " + h.Dir(), nil
 }
