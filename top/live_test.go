@@ -163,6 +163,16 @@ func TestLive(t *testing.T) {
 	src.Close()
 }
 
+func TestLiveFailsOnTheFirstSample(t *testing.T) {
+	inR, inW := io.Pipe()
+	defer inW.Close()
+	err := Live(context.Background(), &fakeSource{fail: 1}, State{}, Options{Interval: time.Hour},
+		Terminal{In: inR, Out: io.Discard, Size: func() (int, int) { return 80, 24 }})
+	if err == nil || err.Error() != "daemon gone" {
+		t.Errorf("Live = %v, want the first sample's error", err)
+	}
+}
+
 func TestLiveEndsWithInput(t *testing.T) {
 	inR, inW := io.Pipe()
 	done := make(chan error, 1)

@@ -369,3 +369,31 @@ func TestTopLiveInTmux(t *testing.T) {
 		t.Errorf("top's exit status: %q, %v; want 0", b, err)
 	}
 }
+
+// TestTopLiveUnreachableInTmux starts the live view in a terminal against
+// a port nothing listens on: it must leave the terminal, say why on
+// stderr and exit with status 1 rather than wait on an empty screen.
+func TestTopLiveUnreachableInTmux(t *testing.T) {
+	x := newTmux(t)
+	dir := t.TempDir()
+	exitFile, errFile := filepath.Join(dir, "exit"), filepath.Join(dir, "stderr")
+	script := strconv.Quote(binary(t)) + " top --from=http://" + freeAddr(t) + "/metrics 2> " + strconv.Quote(errFile) + "; echo $? > " + strconv.Quote(exitFile)
+	x.run(false, "new-session", "-d", "-s", "top", "-x", "80", "-y", "24", "/bin/sh", "-c", script)
+	deadline := time.Now().Add(15 * time.Second)
+	for {
+		if b, err := os.ReadFile(exitFile); err == nil && len(b) > 0 {
+			if got := strings.TrimSpace(string(b)); got != "1" {
+				t.Errorf("exit status %s, want 1", got)
+			}
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("top did not exit:\n%s", strings.Join(x.pane(), "\n"))
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	b, _ := os.ReadFile(errFile)
+	if !strings.Contains(string(b), "cannot reach the daemon") {
+		t.Errorf("stderr %q does not say the daemon cannot be reached", b)
+	}
+}
