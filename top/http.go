@@ -11,6 +11,7 @@ import (
 	"mime"
 	"net/http"
 	"net/url"
+	"strconv"
 	"strings"
 	"time"
 
@@ -97,6 +98,12 @@ func (h *HTTPSource) Sample(ctx context.Context) (*Sample, error) {
 		return nil, err
 	}
 	req.Header.Set("Accept", acceptText)
+	if t := h.Client.Timeout; t > 0 {
+		// The daemon then waits at most about half of it for a fresh
+		// pass and otherwise answers with its latest totals, stamped
+		// with their own time, instead of running out the clock.
+		req.Header.Set("X-Prometheus-Scrape-Timeout-Seconds", strconv.FormatFloat((t/2).Seconds(), 'f', -1, 64))
+	}
 	resp, err := h.Client.Do(req)
 	if err != nil {
 		if ctx.Err() != nil {

@@ -60,9 +60,10 @@ func source(t *testing.T, rawURL string, client *http.Client) *HTTPSource {
 }
 
 func TestHTTPSample(t *testing.T) {
-	var accept string
+	var accept, timeout string
 	s := serve(t, func(w http.ResponseWriter, r *http.Request) {
 		accept = r.Header.Get("Accept")
+		timeout = r.Header.Get("X-Prometheus-Scrape-Timeout-Seconds")
 		if r.URL.Path != "/metrics" {
 			http.NotFound(w, r)
 			return
@@ -88,6 +89,11 @@ func TestHTTPSample(t *testing.T) {
 	}
 	if !strings.HasPrefix(accept, "text/plain") {
 		t.Errorf("Accept: %q, want the text format first", accept)
+	}
+	// Half the client's timeout: the daemon answers with its latest
+	// totals rather than let the client give up.
+	if timeout != "2.5" {
+		t.Errorf("X-Prometheus-Scrape-Timeout-Seconds: %q, want 2.5", timeout)
 	}
 }
 

@@ -131,6 +131,11 @@ func Live(ctx context.Context, src Source, st State, opt Options, t Terminal) er
 				break
 			}
 			lastErr = nil
+			if prev != nil && r.s.Time.Equal(prev.Time) {
+				// The same pass again: the daemon is slower than the
+				// interval. Keep the rates of the last two passes.
+				continue
+			}
 			if prev == nil {
 				rows = Unrated(r.s)
 			} else if next, err := Rates(prev, r.s); err == nil {

@@ -23,6 +23,10 @@ type fakeSource struct {
 	closed bool
 	// born is the sample from which /late exists.
 	born int
+	// From sample number stall on, samples repeat the one before, as a
+	// daemon does whose passes are slower than the interval; from
+	// sample resume on, they go on again.
+	stall, resume int
 }
 
 func (f *fakeSource) Sample(ctx context.Context) (*Sample, error) {
@@ -33,14 +37,21 @@ func (f *fakeSource) Sample(ctx context.Context) (*Sample, error) {
 	if f.n == f.fail {
 		return nil, errors.New("daemon gone")
 	}
-	n := float64(f.n)
-	s := sample(time.Duration(f.n)*time.Second,
+	k := f.n
+	if f.stall > 0 && k >= f.stall {
+		k = f.stall - 1
+		if f.resume > 0 && f.n >= f.resume {
+			k += f.n - f.resume + 1
+		}
+	}
+	n := float64(k)
+	s := sample(time.Duration(k)*time.Second,
 		Series{ID: "/", RunSeconds: 2 * n, WaitSeconds: 3.25 * n, Timeslices: 100 * n, Tasks: 20},
 		Series{ID: "/starved", RunSeconds: 0.5 * n, WaitSeconds: 3 * n, Timeslices: 10 * n, Tasks: 6},
 		Series{ID: "/busy", RunSeconds: 1.5 * n, WaitSeconds: 0.25 * n, Timeslices: 90 * n, Tasks: 1},
 		Series{ID: "/docker/" + cidA, RunSeconds: 0.1 * n, Tasks: 1},
 	)
-	if f.born > 0 && f.n >= f.born {
+	if f.born > 0 && k >= f.born {
 		s.Series["/late"] = Series{ID: "/late", RunSeconds: 100, WaitSeconds: 100, Tasks: 2}
 	}
 	return s, nil
@@ -263,6 +274,51 @@ func TestOnceJSON(t *testing.T) {
 	}
 	if !strings.Contains(out.String(), `"run_seconds_per_second": null`) {
 		t.Errorf("unknown rates are not null:\n%s", out.String())
+	}
+}
+
+func TestOnceWaitsForANewerPass(t *testing.T) {
+	var out bytes.Buffer
+	src := &fakeSource{stall: 2, resume: 4}
+	if err := Once(context.Background(), src, State{View: ViewCgroups}, Options{Interval: time.Millisecond}, &out, 0, FormatTable); err != nil {
+		t.Fatal(err)
+	}
+	if src.n != 4 || !strings.Contains(out.String(), "every 1s") || !before(out.String(), "/starved", "/busy") {
+		t.Errorf("%d samples:\n%s", src.n, out.String())
+	}
+	err := Once(context.Background(), &fakeSource{stall: 2}, State{}, Options{Interval: time.Millisecond}, io.Discard, 0, FormatTable)
+	if err == nil || !strings.Contains(err.Error(), "stalled") {
+		t.Errorf("a daemon whose passes never move on: %v", err)
+	}
+}
+
+// A repeated pass leaves the rates as they were rather than starting
+// afresh without them.
+func TestLiveKeepsRatesOverARepeatedPass(t *testing.T) {
+	src := &fakeSource{stall: 3, resume: 5}
+	inR, inW := io.Pipe()
+	defer inW.Close()
+	rec := &screenRecorder{frames: make(chan string, 1000)}
+	done := make(chan error, 1)
+	go func() {
+		done <- Live(context.Background(), src, State{View: ViewCgroups}, Options{Interval: 20 * time.Millisecond},
+			Terminal{In: inR, Out: rec, Size: func() (int, int) { return 80, 24 }})
+	}()
+	rec.await(t, "with rates", func(f string) bool { return strings.Contains(f, "3.000") })
+	// Samples 3 and 4 repeat 2; 5 is the pass after it, at 03:04:08.
+	f := rec.await(t, "of the pass after the repeats", func(f string) bool {
+		if strings.Contains(f, "collecting") {
+			t.Errorf("the rates were dropped:\n%s", f)
+			return true
+		}
+		return strings.Contains(f, "03:04:08")
+	})
+	if !strings.Contains(f, "3.000") {
+		t.Errorf("no rates after the repeats:\n%s", f)
+	}
+	io.WriteString(inW, "q")
+	if err := <-done; err != nil {
+		t.Fatal(err)
 	}
 }
 

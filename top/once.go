@@ -3,6 +3,7 @@ package top
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"io"
 	"math"
 	"strings"
@@ -16,6 +17,10 @@ type Options struct {
 	// Interval is the time between samples.
 	Interval time.Duration
 }
+
+// stalledTries is how many more samples Once takes when the second shows
+// the same pass as the first.
+const stalledTries = 3
 
 // Formats Once writes.
 const (
@@ -39,6 +44,24 @@ func Once(ctx context.Context, src Source, st State, opt Options, w io.Writer, w
 	cur, err := src.Sample(ctx)
 	if err != nil {
 		return err
+	}
+	// A daemon whose passes are slower than the interval answers with the
+	// same pass again; wait for a newer one.
+	for range stalledTries {
+		if cur.Time.After(prev.Time) {
+			break
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(opt.Interval):
+		}
+		if cur, err = src.Sample(ctx); err != nil {
+			return err
+		}
+	}
+	if cur.Time.Equal(prev.Time) {
+		return fmt.Errorf("no newer pass than the one of %s in %d samples %s apart: the daemon's passes are stalled or slower than --interval", prev.Time.Format(time.TimeOnly), stalledTries+1, opt.Interval)
 	}
 	rows, err := Rates(prev, cur)
 	if err != nil {

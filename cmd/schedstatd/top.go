@@ -16,8 +16,9 @@ import (
 	"golang.org/x/term"
 )
 
-// minTopTimeout is the least time one sample over HTTP may take.
-const minTopTimeout = 5 * time.Second
+// minTopTimeout is the least time one sample over HTTP may take; the
+// daemon is asked to answer within half of it.
+const minTopTimeout = 10 * time.Second
 
 // topCommand is the top subcommand and its flags.
 type topCommand struct {
