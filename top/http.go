@@ -170,6 +170,9 @@ func checkStatus(where string, resp *http.Response) error {
 // none.
 func fromFamilies(where string, mfs map[string]*dto.MetricFamily, at time.Time) (*Sample, error) {
 	if mfs[runMetric] == nil && mfs[waitMetric] == nil {
+		if mf := mfs[passesMetric]; mf != nil && len(mf.GetMetric()) == 1 && value(mf.GetMetric()[0]) == 0 {
+			return nil, fmt.Errorf("%w: the daemon at %s has not finished its first pass yet", ErrNotReady, where)
+		}
 		if mfs[passesMetric] != nil {
 			return nil, fmt.Errorf("%w: the daemon at %s exports no cgroup: its passes read none (see its log and schedstatd_collection_errors_total)", ErrNoCgroups, where)
 		}

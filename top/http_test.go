@@ -131,6 +131,9 @@ func TestHTTPErrors(t *testing.T) {
 		{"another exporter", func(w http.ResponseWriter, r *http.Request) {
 			fmt.Fprint(w, "# TYPE node_load1 gauge\nnode_load1 0.5\n")
 		}, "", ErrNotMetrics, "not a schedstatd daemon"},
+		{"daemon before its first pass", func(w http.ResponseWriter, r *http.Request) {
+			fmt.Fprint(w, "# TYPE schedstatd_collections_total counter\nschedstatd_collections_total 0\n")
+		}, "", ErrNotReady, "has not finished its first pass yet"},
 		{"daemon without cgroups", func(w http.ResponseWriter, r *http.Request) {
 			fmt.Fprint(w, "# TYPE schedstatd_collections_total counter\nschedstatd_collections_total 3\n")
 		}, "", ErrNoCgroups, "exports no cgroup"},

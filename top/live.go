@@ -80,8 +80,9 @@ type sampled struct {
 // Live shows st's view of src on t, refreshed every interval, until a key
 // quits, t.In ends or ctx is done. Samples are taken on a goroutine of its
 // own, which alone uses src and has ended when Live returns. If the first
-// sample fails, Live returns its error; a later failure is shown on the
-// last line and tried again an interval later.
+// sample fails, Live returns its error, unless the daemon is only not
+// ready yet; a later failure is shown on the last line and tried again an
+// interval later.
 func Live(ctx context.Context, src Source, st State, opt Options, t Terminal) error {
 	ctx, cancel := context.WithCancel(ctx)
 	var wg sync.WaitGroup
@@ -121,7 +122,7 @@ func Live(ctx context.Context, src Source, st State, opt Options, t Terminal) er
 			return nil
 		case <-t.Resized:
 		case r := <-samples:
-			if r.err != nil && prev == nil {
+			if r.err != nil && prev == nil && !errors.Is(r.err, ErrNotReady) {
 				// Nothing shown yet: a wrong URL or an absent daemon is
 				// better said plainly than retried on the last line.
 				return r.err

@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"regexp"
 	"strings"
@@ -27,6 +28,8 @@ type fakeSource struct {
 	// daemon does whose passes are slower than the interval; from
 	// sample resume on, they go on again.
 	stall, resume int
+	// The first notReady samples fail as a daemon before its first pass.
+	notReady int
 }
 
 func (f *fakeSource) Sample(ctx context.Context) (*Sample, error) {
@@ -37,7 +40,10 @@ func (f *fakeSource) Sample(ctx context.Context) (*Sample, error) {
 	if f.n == f.fail {
 		return nil, errors.New("daemon gone")
 	}
-	k := f.n
+	if f.n <= f.notReady {
+		return nil, fmt.Errorf("%w: first pass", ErrNotReady)
+	}
+	k := f.n - f.notReady
 	if f.stall > 0 && k >= f.stall {
 		k = f.stall - 1
 		if f.resume > 0 && f.n >= f.resume {
@@ -181,6 +187,32 @@ func TestLiveFailsOnTheFirstSample(t *testing.T) {
 		Terminal{In: inR, Out: io.Discard, Size: func() (int, int) { return 80, 24 }})
 	if err == nil || err.Error() != "daemon gone" {
 		t.Errorf("Live = %v, want the first sample's error", err)
+	}
+}
+
+func TestWaitsForTheFirstPass(t *testing.T) {
+	src := &fakeSource{notReady: 3}
+	var out bytes.Buffer
+	if err := Once(context.Background(), src, State{View: ViewCgroups}, Options{Interval: time.Millisecond}, &out, 0, FormatTable); err != nil {
+		t.Fatal(err)
+	}
+	if src.n != 5 || !before(out.String(), "/starved", "/busy") {
+		t.Errorf("%d samples:\n%s", src.n, out.String())
+	}
+
+	inR, inW := io.Pipe()
+	defer inW.Close()
+	rec := &screenRecorder{frames: make(chan string, 1000)}
+	done := make(chan error, 1)
+	go func() {
+		done <- Live(context.Background(), &fakeSource{notReady: 2}, State{View: ViewCgroups}, Options{Interval: 20 * time.Millisecond},
+			Terminal{In: inR, Out: rec, Size: func() (int, int) { return 80, 24 }})
+	}()
+	rec.await(t, "saying it waits", func(f string) bool { return strings.Contains(f, "waiting: not ready: first pass") })
+	rec.await(t, "with rates", func(f string) bool { return strings.Contains(f, "3.000") && strings.Contains(f, HelpLine) })
+	io.WriteString(inW, "q")
+	if err := <-done; err != nil {
+		t.Fatal(err)
 	}
 }
 

@@ -3,6 +3,7 @@ package top
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"math"
@@ -32,7 +33,7 @@ const (
 // of st's view to w: as text fitted to width columns (0: no limit), or as
 // JSON.
 func Once(ctx context.Context, src Source, st State, opt Options, w io.Writer, width int, format string) error {
-	prev, err := src.Sample(ctx)
+	prev, err := firstSample(ctx, src, opt.Interval)
 	if err != nil {
 		return err
 	}
@@ -76,6 +77,26 @@ func Once(ctx context.Context, src Source, st State, opt Options, w io.Writer, w
 	lines := append(s.Header(width), s.Table(width)...)
 	_, err = io.WriteString(w, strings.Join(lines, "\n")+"\n")
 	return err
+}
+
+// maxReadyWait bounds how long Once waits for a daemon's first pass.
+const maxReadyWait = time.Minute
+
+// firstSample returns src's first sample, waiting every interval, for up
+// to maxReadyWait, while the daemon has not finished its first pass.
+func firstSample(ctx context.Context, src Source, interval time.Duration) (*Sample, error) {
+	deadline := time.Now().Add(maxReadyWait)
+	for {
+		s, err := src.Sample(ctx)
+		if !errors.Is(err, ErrNotReady) || time.Now().After(deadline) {
+			return s, err
+		}
+		select {
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		case <-time.After(interval):
+		}
+	}
 }
 
 // jsonOutput is the JSON form of a Screen.

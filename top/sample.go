@@ -20,6 +20,9 @@ var (
 	ErrUnauthorized = errors.New("unauthorized")
 	// ErrNoCgroups means there is no cgroup with readable counters.
 	ErrNoCgroups = errors.New("no cgroups to read")
+	// ErrNotReady means the daemon has not finished its first pass: a
+	// wait, not a failure.
+	ErrNotReady = errors.New("not ready")
 )
 
 // Series is one cgroup's counters at one moment. Times are in seconds.

@@ -1,6 +1,7 @@
 package top
 
 import (
+	"errors"
 	"strconv"
 	"time"
 	"unicode/utf8"
@@ -111,6 +112,8 @@ func (st *State) Bottom(err error) string {
 	switch {
 	case st.editing:
 		return "filter: " + st.edit + "_   (Enter apply, Esc cancel)"
+	case errors.Is(err, ErrNotReady):
+		return "waiting: " + err.Error()
 	case err != nil:
 		return "error: " + err.Error()
 	}
