@@ -25,9 +25,10 @@ const containersPerPod = 4
 // walked by cgroupfs from the tree's top: schedstatd's table (walk, one
 // pread per task on a kept fd, accounting, rollup), the floor of one bare
 // pread per listed task on fds kept open (no walk, no parsing, no
-// accounting), and a pass that walks the same way but reads every task
-// with os.ReadFile into cAdvisor-style pid maps, one per cgroup. Per-task
-// figures are per listed thread.
+// accounting), the walk alone (each cgroup's tasks file and counter), and
+// a pass that walks the same way but reads every task with os.ReadFile
+// into cAdvisor-style pid maps, one per cgroup. Per-task figures are per
+// listed thread.
 func BenchmarkPass(b *testing.B) {
 	threads, pods := 20000, 40
 	if testing.Short() {
@@ -54,6 +55,22 @@ func BenchmarkPass(b *testing.B) {
 							if _, err := unix.Pread(fd, buf, 0); err != nil {
 								b.Fatal(err)
 							}
+						}
+					})
+				})
+			}
+		})
+		b.Run("walk", func(b *testing.B) {
+			h := openTop(b, top)
+			var l cgroupfs.Listing
+			if err := h.List(&l); err != nil {
+				b.Fatal(err)
+			}
+			for _, m := range modes {
+				b.Run(m.name, func(b *testing.B) {
+					measure(b, m, countTIDs(&l), func() {
+						if err := h.List(&l); err != nil {
+							b.Fatal(err)
 						}
 					})
 				})
