@@ -15,17 +15,24 @@ import (
 	"github.com/prometheus/common/version"
 	"github.com/prometheus/exporter-toolkit/web"
 	"github.com/schedstatd/schedstatd/collector"
+	"github.com/schedstatd/schedstatd/cri"
 )
 
 // maxPassWait bounds how long a scrape waits for its fresh pass when the
 // scraper sends no timeout; after it, the scrape gets the latest totals.
 const maxPassWait = 10 * time.Second
 
-// newMux serves the landing page, the metrics and /healthz.
-func newMux(cfg *config, poller *collector.Poller, hostPID bool, logger *slog.Logger) http.Handler {
+// newMux serves the landing page, the metrics and /healthz. runtime, when
+// not nil, names containers and pods and reports whether it answers.
+func newMux(cfg *config, poller *collector.Poller, hostPID bool, runtime *cri.Client, logger *slog.Logger) http.Handler {
 	reg := prometheus.NewRegistry()
+	var opts []collector.Option
+	if runtime != nil {
+		opts = append(opts, collector.WithLabeler(runtime))
+		reg.MustRegister(runtime)
+	}
 	reg.MustRegister(
-		collector.NewExporter(poller),
+		collector.NewExporter(poller, opts...),
 		poller.Duration(),
 		versioncollector.NewCollector("schedstatd"),
 		collectors.NewGoCollector(),

@@ -11,6 +11,7 @@ import (
 	"net/http"
 	"os"
 	"os/signal"
+	"strings"
 	"syscall"
 	"time"
 
@@ -23,6 +24,7 @@ import (
 	"github.com/schedstatd/schedstatd/cgroupfs"
 	"github.com/schedstatd/schedstatd/collector"
 	"github.com/schedstatd/schedstatd/container"
+	"github.com/schedstatd/schedstatd/cri"
 )
 
 // defaultAddress is the default listen address. Port 10271 is outside the
@@ -42,6 +44,8 @@ type config struct {
 	shutdownWait time.Duration
 	headerWait   time.Duration
 	log          promslog.Config
+	// runtimeEndpoint is the container runtime's CRI socket.
+	runtimeEndpoint string
 }
 
 func main() {
@@ -84,6 +88,7 @@ func parseFlags(app *kingpin.Application) *config {
 	app.Flag("collect.interval", "Time between background passes; every scrape also runs a fresh pass.").Default("1s").DurationVar(&cfg.interval)
 	app.Flag("web.read-header-timeout", "How long a client may take to send its request headers before the connection is closed.").Default("10s").DurationVar(&cfg.headerWait)
 	app.Flag("web.shutdown-timeout", "How long to let scrapes in flight finish on SIGTERM or SIGINT.").Default("5s").DurationVar(&cfg.shutdownWait)
+	app.Flag("container-runtime-endpoint", "CRI socket of the container runtime, for the container, pod, namespace and image labels: auto takes the first of "+strings.Join(cri.DefaultEndpoints, ", ")+" that exists; none turns the lookup off.").Default(cri.Auto).StringVar(&cfg.runtimeEndpoint)
 	flag.AddFlags(app, &cfg.log)
 	app.Version(version.Print("schedstatd"))
 	app.HelpFlag.Short('h')
@@ -125,6 +130,18 @@ func serve(cfg *config, logger *slog.Logger) error {
 	budget := &container.FDBudget{Max: taskFDBudget(raiseFDLimit(logger))}
 	logger.Info("starting schedstatd", "version", version.Info(), "hierarchy", h.Name(), "cgroup_version", h.Version().String(), "dir", h.Dir(), "interval", cfg.interval, "task_fd_budget", budget.Max)
 
+	var runtime *cri.Client
+	if endpoint := cri.Resolve(cfg.runtimeEndpoint); !cri.Disabled(endpoint) {
+		// New does not wait for the runtime; a runtime that is down
+		// only leaves labels empty.
+		if runtime, err = cri.New(cri.Config{Endpoint: endpoint, Logger: logger}); err != nil {
+			return fmt.Errorf("--container-runtime-endpoint: %w", err)
+		}
+		defer runtime.Close()
+	} else {
+		logger.Info("no container runtime to ask: container, pod, namespace and image labels stay empty", "container_runtime_endpoint", cfg.runtimeEndpoint)
+	}
+
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
 	defer stop()
 
@@ -133,7 +150,7 @@ func serve(cfg *config, logger *slog.Logger) error {
 	go func() { polled <- poller.Run(ctx) }()
 
 	server := &http.Server{
-		Handler:           newMux(cfg, poller, host, logger),
+		Handler:           newMux(cfg, poller, host, runtime, logger),
 		ReadHeaderTimeout: cfg.headerWait,
 		ReadTimeout:       30 * time.Second,
 		IdleTimeout:       2 * time.Minute,
