@@ -72,7 +72,7 @@ func (p *Poller) Run(ctx context.Context) error {
 	defer p.table.Close()
 	ticker := time.NewTicker(p.interval)
 	defer ticker.Stop()
-	p.pass()
+	p.pass(ctx)
 	for {
 		var waiters []chan *container.Snapshot
 		select {
@@ -92,20 +92,24 @@ func (p *Poller) Run(ctx context.Context) error {
 				break drain
 			}
 		}
-		s := p.pass()
+		s := p.pass(ctx)
 		for _, w := range waiters {
 			w <- s
 		}
 	}
 }
 
-// pass runs one pass and publishes its snapshot.
-func (p *Poller) pass() *container.Snapshot {
+// pass runs one pass and publishes its snapshot. A pass cut short because
+// ctx ended publishes nothing new.
+func (p *Poller) pass(ctx context.Context) *container.Snapshot {
 	start := time.Now()
 	if p.beforePass != nil {
 		p.beforePass(p.table)
 	}
-	err := p.table.Pass()
+	err := p.table.PassContext(ctx)
+	if ctx.Err() != nil {
+		return p.Last()
+	}
 	p.duration.Observe(time.Since(start).Seconds())
 	s := p.table.Snapshot()
 	p.mu.Lock()

@@ -10,8 +10,9 @@ import (
 // Tracked only grow.
 type Counters struct {
 	// Passes and FailedPasses count passes that completed and passes whose
-	// listing failed.
-	Passes, FailedPasses uint64
+	// listing failed; AbortedPasses those given up when their context
+	// ended.
+	Passes, FailedPasses, AbortedPasses uint64
 	// Tracked is the number of tasks the table holds, each with one handle.
 	Tracked int
 	// Exits counts tasks retired: seen gone by a pass, or by an exit record.

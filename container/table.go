@@ -1,6 +1,7 @@
 package container
 
 import (
+	"context"
 	"errors"
 	"fmt"
 
@@ -59,7 +60,17 @@ func NewTable(lister cgroupfs.Lister, opener TaskOpener) *Table {
 // exited and cgroups that were removed, and rolls the totals up. If the
 // listing fails, nothing changes and the error is returned. A steady-state
 // pass over known tasks and cgroups allocates nothing.
-func (t *Table) Pass() error {
+func (t *Table) Pass() error { return t.PassContext(context.Background()) }
+
+// cancelCheck is how many tasks a pass reads between looks at its context.
+const cancelCheck = 1024
+
+// PassContext is Pass that gives up, between two tasks, once ctx is done,
+// returning ctx's error: a daemon told to stop does not finish a long pass
+// over tens of thousands of new tasks first. What the pass had read stays
+// counted and its tasks stay tracked; the next complete pass brings the
+// totals and the snapshot up to date.
+func (t *Table) PassContext(ctx context.Context) error {
 	if t.closed {
 		return ErrClosed
 	}
@@ -73,9 +84,16 @@ func (t *Table) Pass() error {
 	}
 	t.pass++
 	order := t.cgroups.begin(t.pass, &t.listing)
+	n := 0
 	for i := range t.listing.Cgroups {
 		cg := order[i]
 		for _, tid := range t.listing.Cgroups[i].TIDs {
+			if n++; n%cancelCheck == 0 {
+				if err := ctx.Err(); err != nil {
+					t.counters.AbortedPasses++
+					return err
+				}
+			}
 			t.account(tid, cg)
 		}
 	}

@@ -1,6 +1,7 @@
 package container_test
 
 import (
+	"context"
 	"errors"
 	"testing"
 
@@ -342,5 +343,29 @@ func TestSteadyStatePassDoesNotAllocate(t *testing.T) {
 	})
 	if allocs != 0 {
 		t.Errorf("steady-state pass allocated %v times, want 0", allocs)
+	}
+}
+
+func TestPassGivesUpWhenCancelled(t *testing.T) {
+	r := newRig(t, "/", "/a")
+	var tids []int32
+	for tid := int32(1); tid <= 5000; tid++ {
+		r.spawn(tid, 10, 1, 1)
+		tids = append(tids, tid)
+	}
+	r.tree.Set("/a", tids...)
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	if err := r.table.PassContext(ctx); !errors.Is(err, context.Canceled) {
+		t.Fatalf("PassContext with a done context = %v, want context.Canceled", err)
+	}
+	c := r.table.Counters()
+	if c.AbortedPasses != 1 || c.Passes != 0 || c.Tracked >= 5000 {
+		t.Errorf("aborted=%d passes=%d tracked=%d: want the pass given up early", c.AbortedPasses, c.Passes, c.Tracked)
+	}
+	// The next complete pass counts every task once.
+	s := r.pass()
+	if got, want := totalsOf(s)["/a"], stat(50000, 5000, 5000); got != want {
+		t.Errorf("after an aborted pass: /a = %+v, want %+v", got, want)
 	}
 }
