@@ -165,19 +165,22 @@ func (c *Client) run(ctx context.Context) {
 		case <-ticker.C:
 		case <-c.kick:
 			// Wait MinGap: the other misses of the same scrape join this
-			// refresh rather than ask for the next one.
+			// refresh rather than ask for the next one. A periodic
+			// refresh due meanwhile serves them at once.
 			t := time.NewTimer(c.cfg.MinGap)
 			select {
 			case <-ctx.Done():
 				t.Stop()
 				return
 			case <-t.C:
-			}
-			c.mu.Lock()
-			asked := len(c.pending)
-			c.mu.Unlock()
-			if asked == 0 {
-				continue // a late kick for misses the last refresh took
+				c.mu.Lock()
+				asked := len(c.pending)
+				c.mu.Unlock()
+				if asked == 0 {
+					continue // a late kick for misses the last refresh took
+				}
+			case <-ticker.C:
+				t.Stop()
 			}
 		}
 		c.refresh(ctx)
