@@ -15,33 +15,25 @@ import (
 	"github.com/prometheus/common/version"
 	"github.com/prometheus/exporter-toolkit/web"
 	"github.com/schedstatd/schedstatd/collector"
-	"github.com/schedstatd/schedstatd/cri"
 )
 
 // maxPassWait bounds how long a scrape waits for its fresh pass when the
 // scraper sends no timeout; after it, the scrape gets the latest totals.
 const maxPassWait = 10 * time.Second
 
-// newMux serves the landing page, the metrics and /healthz. runtime, when
-// not nil, names containers and pods and reports whether it answers.
-func newMux(cfg *config, poller *collector.Poller, hostPID bool, runtime *cri.Client, logger *slog.Logger) http.Handler {
+// newMux serves the landing page, the metrics and /healthz: the container
+// series of poller's snapshots (exported with opts), the daemon's own
+// metrics, and extra collectors of the sources.
+func newMux(cfg *config, poller *collector.Poller, logger *slog.Logger, opts []collector.Option, extra ...prometheus.Collector) http.Handler {
 	reg := prometheus.NewRegistry()
-	var opts []collector.Option
-	if runtime != nil {
-		opts = append(opts, collector.WithLabeler(runtime))
-		reg.MustRegister(runtime)
-	}
 	reg.MustRegister(
 		collector.NewExporter(poller, opts...),
 		poller.Duration(),
 		versioncollector.NewCollector("schedstatd"),
 		collectors.NewGoCollector(),
 		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
-		prometheus.NewGaugeFunc(prometheus.GaugeOpts{
-			Name: "schedstatd_host_pid_namespace",
-			Help: "1 if the daemon runs in the host's PID namespace and sees every task; 0 means hostPID: true is missing.",
-		}, func() float64 { return boolFloat(hostPID) }),
 	)
+	reg.MustRegister(extra...)
 	metrics := promhttp.HandlerFor(reg, promhttp.HandlerOpts{
 		ErrorLog:      slog.NewLogLogger(logger.Handler(), slog.LevelError),
 		ErrorHandling: promhttp.ContinueOnError,

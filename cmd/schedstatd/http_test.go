@@ -46,7 +46,7 @@ func TestHealthzFollowsPasses(t *testing.T) {
 		cancel()
 		<-done
 	}()
-	srv := httptest.NewServer(newMux(&config{metricsPath: "/metrics", maxRequests: 2}, poller, true, nil, logger))
+	srv := httptest.NewServer(newMux(&config{metricsPath: "/metrics", maxRequests: 2}, poller, logger, nil))
 	defer srv.Close()
 
 	get := func() (int, string) {

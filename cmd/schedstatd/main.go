@@ -21,10 +21,10 @@ import (
 	"github.com/prometheus/common/version"
 	"github.com/prometheus/exporter-toolkit/web"
 	"github.com/prometheus/exporter-toolkit/web/kingpinflag"
-	"github.com/schedstatd/schedstatd/cgroupfs"
 	"github.com/schedstatd/schedstatd/collector"
 	"github.com/schedstatd/schedstatd/container"
 	"github.com/schedstatd/schedstatd/cri"
+	"github.com/schedstatd/schedstatd/exitcapture"
 )
 
 // defaultAddress is the default listen address. Port 10271 is outside the
@@ -46,6 +46,8 @@ type config struct {
 	log          promslog.Config
 	// runtimeEndpoint is the container runtime's CRI socket.
 	runtimeEndpoint string
+	// exitCapture is auto, on or off.
+	exitCapture string
 }
 
 func main() {
@@ -88,6 +90,7 @@ func parseFlags(app *kingpin.Application) *config {
 	app.Flag("collect.interval", "Time between background passes; every scrape also runs a fresh pass.").Default("1s").DurationVar(&cfg.interval)
 	app.Flag("web.read-header-timeout", "How long a client may take to send its request headers before the connection is closed.").Default("10s").DurationVar(&cfg.headerWait)
 	app.Flag("web.shutdown-timeout", "How long to let scrapes in flight finish on SIGTERM or SIGINT.").Default("5s").DurationVar(&cfg.shutdownWait)
+	app.Flag("exit-capture", "Count each thread's time up to its exit with an eBPF program on sched_switch: auto uses it when kernel BTF and CAP_BPF with CAP_PERFMON (or root) allow, on requires it, off polls only.").Default(string(exitcapture.Auto)).EnumVar(&cfg.exitCapture, exitcapture.Modes()...)
 	app.Flag("container-runtime-endpoint", "CRI socket of the container runtime, for the container, pod, namespace and image labels: auto takes the first of "+strings.Join(cri.DefaultEndpoints, ", ")+" that exists; none turns the lookup off.").Default(cri.Auto).StringVar(&cfg.runtimeEndpoint)
 	flag.AddFlags(app, &cfg.log)
 	app.Version(version.Print("schedstatd"))
@@ -112,45 +115,22 @@ func serve(cfg *config, logger *slog.Logger) error {
 			return fmt.Errorf("--web.config.file %s: %w", *cfg.web.WebConfigFile, err)
 		}
 	}
-	h, err := cgroupfs.Open(cfg.cgroupfs, cfg.hierarchy)
+	src, err := openSources(cfg, logger)
 	if err != nil {
 		return err
 	}
-	host, err := cgroupfs.InitialPIDNamespace(cfg.procfs)
-	if err != nil {
-		return err
-	}
-	if !host {
-		logger.Warn("not in the host PID namespace: tasks of other namespaces are invisible in cgroup files; run the pod with hostPID: true")
-	}
-	hidden := hidesTasks(cfg.procfs)
-	if hidden {
-		logger.Error("procfs hides other users' tasks (mounted with hidepid): their time cannot be read and each such read is counted in schedstatd_read_errors_total{reason=\"permission\"}; run as root, join the procfs gid= group, or mount procfs without hidepid", "path", cfg.procfs)
-	}
-	budget := &container.FDBudget{Max: taskFDBudget(raiseFDLimit(logger))}
-	logger.Info("starting schedstatd", "version", version.Info(), "hierarchy", h.Name(), "cgroup_version", h.Version().String(), "dir", h.Dir(), "interval", cfg.interval, "task_fd_budget", budget.Max)
-
-	var runtime *cri.Client
-	if endpoint := cri.Resolve(cfg.runtimeEndpoint); !cri.Disabled(endpoint) {
-		// New does not wait for the runtime; a runtime that is down
-		// only leaves labels empty.
-		if runtime, err = cri.New(cri.Config{Endpoint: endpoint, Logger: logger}); err != nil {
-			return fmt.Errorf("--container-runtime-endpoint: %w", err)
-		}
-		defer runtime.Close()
-	} else {
-		logger.Info("no container runtime to ask: container, pod, namespace and image labels stay empty", "container_runtime_endpoint", cfg.runtimeEndpoint)
-	}
+	defer src.close()
 
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
 	defer stop()
 
-	poller := collector.NewPoller(container.NewTable(h, container.ProcOpener{Root: cfg.procfs, Budget: budget, Hidden: hidden}), cfg.interval, logger)
+	poller := collector.NewPoller(container.NewTable(src.hierarchy, src.opener), cfg.interval, logger)
+	poller.BeforePass(src.exits.Feed)
 	polled := make(chan error, 1)
 	go func() { polled <- poller.Run(ctx) }()
 
 	server := &http.Server{
-		Handler:           newMux(cfg, poller, host, runtime, logger),
+		Handler:           newMux(cfg, poller, logger, src.exporterOptions(), src.collectors(poller)...),
 		ReadHeaderTimeout: cfg.headerWait,
 		ReadTimeout:       30 * time.Second,
 		IdleTimeout:       2 * time.Minute,

@@ -1,0 +1,97 @@
+package main
+
+import (
+	"fmt"
+	"log/slog"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/common/version"
+	"github.com/schedstatd/schedstatd/cgroupfs"
+	"github.com/schedstatd/schedstatd/collector"
+	"github.com/schedstatd/schedstatd/container"
+	"github.com/schedstatd/schedstatd/cri"
+	"github.com/schedstatd/schedstatd/exitcapture"
+)
+
+// sources are what the daemon reads: the hierarchy it walks, the tasks it
+// opens, the exit source and the container runtime it asks for labels.
+type sources struct {
+	hierarchy *cgroupfs.Hierarchy
+	opener    container.ProcOpener
+	hostPID   bool
+	exits     *exitcapture.Source // nil when polling only
+	runtime   *cri.Client         // nil when no runtime is asked
+}
+
+// openSources opens everything the flags name, failing with the path or
+// value named, and says once in the log what it could not have.
+func openSources(cfg *config, logger *slog.Logger) (*sources, error) {
+	h, err := cgroupfs.Open(cfg.cgroupfs, cfg.hierarchy)
+	if err != nil {
+		return nil, err
+	}
+	src := &sources{hierarchy: h}
+	if src.hostPID, err = cgroupfs.InitialPIDNamespace(cfg.procfs); err != nil {
+		return nil, err
+	}
+	if !src.hostPID {
+		logger.Warn("not in the host PID namespace: tasks of other namespaces are invisible in cgroup files; run the pod with hostPID: true")
+	}
+	hidden := hidesTasks(cfg.procfs)
+	if hidden {
+		logger.Error("procfs hides other users' tasks (mounted with hidepid): their time cannot be read and each such read is counted in schedstatd_read_errors_total{reason=\"permission\"}; run as root, join the procfs gid= group, or mount procfs without hidepid", "path", cfg.procfs)
+	}
+	budget := &container.FDBudget{Max: taskFDBudget(raiseFDLimit(logger))}
+	src.opener = container.ProcOpener{Root: cfg.procfs, Budget: budget, Hidden: hidden}
+
+	if src.exits, err = exitcapture.Select(exitcapture.Mode(cfg.exitCapture), exitcapture.Options{UnifiedDir: h.UnifiedDir()}, logger); err != nil {
+		return nil, fmt.Errorf("--exit-capture=%s: %w", cfg.exitCapture, err)
+	}
+	if endpoint := cri.Resolve(cfg.runtimeEndpoint); !cri.Disabled(endpoint) {
+		// New does not wait for the runtime; a runtime that is down
+		// only leaves labels empty.
+		if src.runtime, err = cri.New(cri.Config{Endpoint: endpoint, Logger: logger}); err != nil {
+			src.close()
+			return nil, fmt.Errorf("--container-runtime-endpoint: %w", err)
+		}
+	} else {
+		logger.Info("no container runtime to ask: container, pod, namespace and image labels stay empty", "container_runtime_endpoint", cfg.runtimeEndpoint)
+	}
+	logger.Info("starting schedstatd", "version", version.Info(), "hierarchy", h.Name(), "cgroup_version", h.Version().String(),
+		"dir", h.Dir(), "interval", cfg.interval, "task_fd_budget", budget.Max, "exit_capture", src.exits != nil, "container_runtime", src.runtime != nil)
+	return src, nil
+}
+
+// exporterOptions are the options of the container series' exporter.
+func (s *sources) exporterOptions() []collector.Option {
+	if s.runtime == nil {
+		return nil
+	}
+	return []collector.Option{collector.WithLabeler(s.runtime)}
+}
+
+// collectors are the self metrics of the sources.
+func (s *sources) collectors(poller *collector.Poller) []prometheus.Collector {
+	cs := []prometheus.Collector{
+		prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+			Name: "schedstatd_host_pid_namespace",
+			Help: "1 if the daemon runs in the host's PID namespace and sees every task; 0 means hostPID: true is missing.",
+		}, func() float64 { return boolFloat(s.hostPID) }),
+		exitcapture.NewCollector(s.exits, func() uint64 { return poller.Last().Counters.UnattributedExits }),
+	}
+	if s.runtime != nil {
+		cs = append(cs, s.runtime)
+	}
+	return cs
+}
+
+// close releases the exit source and the runtime client. The task table
+// closes its own fds when the poller stops.
+func (s *sources) close() {
+	if s.exits != nil {
+		s.exits.Close()
+	}
+	if s.runtime != nil {
+		s.runtime.Close()
+	}
+}
