@@ -32,7 +32,7 @@ func TestOutsideHostPIDNamespace(t *testing.T) {
 	if root <= 0 || root > 50 {
 		t.Errorf("%v tasks seen from a new PID namespace: want only the daemon's own", root)
 	}
-	if n := strings.Count(d.log(), "not in the host PID namespace"); n != 1 {
+	if n := strings.Count(d.log(), `msg="not in the host PID namespace`); n != 1 {
 		t.Errorf("hostPID warning logged %d times, want once:\n%s", n, d.log())
 	}
 	// unshare(1) does not pass SIGTERM on: stop the daemon itself.
