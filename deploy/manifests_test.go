@@ -293,10 +293,10 @@ func TestDaemonSetPrivileges(t *testing.T) {
 	if sc.Capabilities == nil || !slices.Equal(sc.Capabilities.Drop, []corev1.Capability{"ALL"}) {
 		t.Errorf("capabilities dropped: %v, want ALL", sc.Capabilities)
 	}
-	// SYS_RESOURCE raises RLIMIT_NOFILE; BPF and PERFMON would be for the
-	// exit hook, which this manifest does not turn on.
-	if sc.Capabilities != nil && !slices.Equal(sc.Capabilities.Add, []corev1.Capability{"SYS_RESOURCE"}) {
-		t.Errorf("capabilities added: %v, want SYS_RESOURCE alone", sc.Capabilities.Add)
+	// SYS_RESOURCE raises RLIMIT_NOFILE; BPF and PERFMON load the exit
+	// capture program.
+	if sc.Capabilities != nil && !slices.Equal(sc.Capabilities.Add, []corev1.Capability{"SYS_RESOURCE", "BPF", "PERFMON"}) {
+		t.Errorf("capabilities added: %v, want SYS_RESOURCE, BPF and PERFMON alone", sc.Capabilities.Add)
 	}
 	for _, vm := range c.VolumeMounts {
 		if !vm.ReadOnly {
