@@ -22,6 +22,9 @@ const openBatch = 100
 // task-stat is the same open with the start time read from
 // /proc/<tid>/task/<tid>/stat, which describes the thread alone. One op
 // opens and closes openBatch tasks; ns/task is per task opened.
+// unkept-read is a pass's read of a task the table tracks without a kept
+// fd, beyond the open-file limit (schedstat.Unkept): it checks the start
+// time, and so reads stat, on every pass.
 func BenchmarkOpen(b *testing.B) {
 	sizes := []int{100, 2000, 10000}
 	if testing.Short() {
@@ -51,6 +54,24 @@ func BenchmarkOpen(b *testing.B) {
 							b.Fatal(err)
 						}
 						unix.Close(fd)
+					}
+				})
+			})
+			b.Run("unkept-read", func(b *testing.B) {
+				unkept := make([]*schedstat.Unkept, len(tids))
+				for i, tid := range tids {
+					u, err := schedstat.OpenUnkept("/proc", tid)
+					if err != nil {
+						b.Fatal(err)
+					}
+					unkept[i] = u
+				}
+				buf := make([]byte, schedstat.BufferSize)
+				measure(b, modes[0], openBatch, func() {
+					for _, u := range unkept {
+						if _, err := u.Read(buf); err != nil {
+							b.Fatal(err)
+						}
 					}
 				})
 			})
