@@ -11,10 +11,13 @@
 //     task on kept fds and an os.ReadFile pass with pid maps.
 //   - BenchmarkDepth: a pass over the same real threads in hierarchies 1, 4
 //     and 8 levels deep, against handlers that re-read every level.
+//   - BenchmarkOpen: the first sight of a task, and a read without a kept
+//     fd, for threads of processes of 100 to 10,000 threads.
 //   - BenchmarkMetrics: the /metrics render of 1,000 cgroups.
 //
 // The real-thread benchmarks time a pass two ways: back to back, and as
 // the daemon runs it, one pass after a sleep, timed by the process's CPU
 // clock. Run with -short (make bench-smoke does) they use the smallest
-// size of each. The benchmarks that make cgroups need root.
+// size of each. The benchmarks that make cgroups need root. PERFORMANCE.md
+// has the figures of one run and what they mean.
 package benchmarks
