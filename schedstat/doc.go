@@ -7,8 +7,11 @@
 //     (run_delay, ns) and the number of timeslices it ran (pcount). The
 //     file describes one thread: for a process id it is the main thread
 //     only, so callers list thread ids, not process ids.
-//   - /proc/<tid>/stat, once per task, for field 22, the start time in
-//     clock ticks since boot, which together with the id names the task.
+//   - /proc/<tid>/task/<tid>/stat, once per task, for field 22, the start
+//     time in clock ticks since boot, which together with the id names the
+//     task. This is the thread's own stat: /proc/<tid>/stat describes the
+//     whole thread group, and the kernel sums every thread's CPU time to
+//     write it, which makes it cost as much as the group is large.
 //
 // Parsing is apart from reading: Parse and ParseStartTime are pure and
 // allocate nothing on success. A Task keeps the schedstat file open from the

@@ -341,10 +341,11 @@ func TestCloseTwice(t *testing.T) {
 func TestOpenPermissionDenied(t *testing.T) {
 	root := t.TempDir()
 	dir := filepath.Join(root, "7")
-	if err := os.Mkdir(dir, 0o755); err != nil {
+	own := filepath.Join(dir, "task", "7") // the thread's own stat
+	if err := os.MkdirAll(own, 0o755); err != nil {
 		t.Fatal(err)
 	}
-	for _, d := range []string{filepath.Dir(root), root} {
+	for _, d := range []string{filepath.Dir(root), root, dir, filepath.Dir(own)} {
 		if err := os.Chmod(d, 0o755); err != nil {
 			t.Fatal(err)
 		}
@@ -353,7 +354,7 @@ func TestOpenPermissionDenied(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := os.WriteFile(filepath.Join(dir, "stat"), stat, 0); err != nil {
+	if err := os.WriteFile(filepath.Join(own, "stat"), stat, 0); err != nil {
 		t.Fatal(err)
 	}
 	if err := os.WriteFile(filepath.Join(dir, "schedstat"), []byte("1 2 3\n"), 0o444); err != nil {
@@ -384,7 +385,7 @@ func TestOpenPermissionDenied(t *testing.T) {
 	if !errors.Is(err, unix.EACCES) {
 		t.Fatalf("Open of an unreadable stat = %v, want EACCES", err)
 	}
-	if !strings.Contains(err.Error(), filepath.Join(dir, "stat")) {
+	if !strings.Contains(err.Error(), filepath.Join(dir, "task", "7", "stat")) {
 		t.Errorf("Open error %q does not name the unreadable file", err)
 	}
 	if schedstat.IsGone(err) {

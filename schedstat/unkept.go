@@ -17,7 +17,7 @@ import (
 // tick: an id reused within the same tick would go unnoticed, where a kept
 // fd never errs. It is not safe for concurrent use.
 type Unkept struct {
-	dir   []byte // NUL-terminated
+	path  taskPath
 	tid   int32
 	start uint64
 }
@@ -25,14 +25,14 @@ type Unkept struct {
 // OpenUnkept returns a reader of the task tid under procRoot and reads its
 // start time. It holds no fd when it returns.
 func OpenUnkept(procRoot string, tid int32) (*Unkept, error) {
-	dir := taskDir(procRoot, tid)
+	p := newTaskPath(procRoot, tid)
 	var buf [BufferSize]byte
-	dirfd, start, err := openTask(dir, buf[:])
+	dirfd, start, err := openTask(p, buf[:])
 	if err != nil {
 		return nil, err
 	}
 	unix.Close(dirfd)
-	return &Unkept{dir: dir, tid: tid, start: start}, nil
+	return &Unkept{path: p, tid: tid, start: start}, nil
 }
 
 // TID returns the task's id.
@@ -48,13 +48,13 @@ func (u *Unkept) Read(buf []byte) (Stat, error) {
 	if len(buf) < BufferSize {
 		return Stat{}, fmt.Errorf("schedstat: read buffer of %d bytes, want at least %d: %w", len(buf), BufferSize, io.ErrShortBuffer)
 	}
-	dirfd, start, err := openTask(u.dir, buf)
+	dirfd, start, err := openTask(u.path, buf)
 	if err != nil {
 		return Stat{}, err
 	}
 	if start != u.start {
 		unix.Close(dirfd)
-		return Stat{}, fmt.Errorf("%s: started at tick %d, not %d: %w", u.dir[:len(u.dir)-1], start, u.start, unix.ESRCH)
+		return Stat{}, fmt.Errorf("%s: started at tick %d, not %d: %w", u.path, start, u.start, unix.ESRCH)
 	}
 	fd, err := openat(dirfd, schedstatName, unix.O_RDONLY)
 	unix.Close(dirfd)
