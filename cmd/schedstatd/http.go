@@ -71,7 +71,8 @@ func newMux(cfg *config, poller *collector.Poller, logger *slog.Logger, opts []c
 
 // fresh runs a pass before next answers, so a scrape shows the totals of
 // that moment. It waits at most the scraper's timeout (or maxPassWait);
-// after that the scrape gets the latest totals.
+// after that the scrape gets the latest totals, or 503 if no pass has
+// finished yet.
 func fresh(poller *collector.Poller, next http.Handler, logger *slog.Logger) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		wait := maxPassWait
@@ -81,10 +82,16 @@ func fresh(poller *collector.Poller, next http.Handler, logger *slog.Logger) htt
 			}
 		}
 		ctx, cancel := context.WithTimeout(r.Context(), wait)
-		if _, err := poller.Fresh(ctx); err != nil {
+		s, err := poller.Fresh(ctx)
+		cancel()
+		if err != nil {
+			if s.Counters.Passes == 0 {
+				// An empty answer would end every series; say why instead.
+				http.Error(w, fmt.Sprintf("the first pass has not finished yet: %v", err), http.StatusServiceUnavailable)
+				return
+			}
 			logger.Debug("scrape served the latest totals without a fresh pass", "err", err)
 		}
-		cancel()
 		next.ServeHTTP(w, r)
 	})
 }

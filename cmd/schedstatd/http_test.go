@@ -75,3 +75,45 @@ func TestHealthzFollowsPasses(t *testing.T) {
 		t.Errorf("after recovery: %d", code)
 	}
 }
+
+// blockingTree lists nothing until released.
+type blockingTree struct {
+	*synth.Tree
+	release chan struct{}
+}
+
+func (b *blockingTree) List(l *cgroupfs.Listing) error {
+	<-b.release
+	return b.Tree.List(l)
+}
+
+func TestScrapeBeforeFirstPassIs503(t *testing.T) {
+	tree := &blockingTree{Tree: synth.NewTree("/"), release: make(chan struct{})}
+	logger := slog.New(slog.NewTextHandler(io.Discard, nil))
+	poller := collector.NewPoller(container.NewTable(tree, synth.NewKernel()), time.Hour, logger)
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() {
+		poller.Run(ctx)
+		close(done)
+	}()
+	srv := httptest.NewServer(newMux(&config{metricsPath: "/metrics"}, poller, logger, nil))
+	defer srv.Close()
+	defer func() {
+		cancel()
+		close(tree.release)
+		<-done
+	}()
+
+	req, _ := http.NewRequest("GET", srv.URL+"/metrics", nil)
+	req.Header.Set("X-Prometheus-Scrape-Timeout-Seconds", "0.2")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusServiceUnavailable || !strings.Contains(string(b), "first pass has not finished") {
+		t.Errorf("scrape before the first pass: %s %q, want 503 saying why", resp.Status, b)
+	}
+}
