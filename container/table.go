@@ -40,6 +40,7 @@ type Table struct {
 	cgroups  cgroupSet
 	graves   graveyard
 	pass     uint64
+	marked   int // tasks read or listed in this pass
 	closed   bool
 	counters Counters
 }
@@ -83,6 +84,7 @@ func (t *Table) PassContext(ctx context.Context) error {
 		return errors.New("list cgroups: empty listing")
 	}
 	t.pass++
+	t.marked = 0
 	order := t.cgroups.begin(t.pass, &t.listing)
 	n := 0
 	for i := range t.listing.Cgroups {
@@ -97,7 +99,11 @@ func (t *Table) PassContext(ctx context.Context) error {
 			t.account(tid, cg)
 		}
 	}
-	t.sweep()
+	if t.marked != len(t.tasks) {
+		// Some tracked task was not listed: a zombie, a task that moved
+		// mid-walk, or one that exited.
+		t.sweep()
+	}
 	t.cgroups.end(t.pass)
 	t.graves.rotate()
 	t.shrink()
@@ -137,7 +143,7 @@ func (t *Table) account(tid int32, cg *cgroupState) {
 		}
 	default:
 		t.readError(err)
-		e.seen = t.pass
+		t.mark(e)
 		e.cg = cg
 		cg.tasks++
 	}
@@ -175,7 +181,15 @@ func (t *Table) credit(e *entry, cg *cgroupState, st schedstat.Stat) {
 	cg.own = cg.own.Add(st.Since(e.last))
 	e.last = st
 	e.cg = cg
-	e.seen = t.pass
+	t.mark(e)
+}
+
+// mark records that e was read or listed in this pass.
+func (t *Table) mark(e *entry) {
+	if e.seen != t.pass {
+		e.seen = t.pass
+		t.marked++
+	}
 }
 
 // sweep reads every tracked task this pass did not list. A task that is
