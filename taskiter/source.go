@@ -66,11 +66,11 @@ type Source struct {
 	prog *ebpf.Program
 	link *link.Iter
 
-	raw   []byte           // bytes of the last read
-	recs  []record         // records of the last read
-	index map[int32]int32  // tid -> index in recs
-	peak  int              // largest len(index) since the map was made
-	reads uint64           // completed reads
+	raw   []byte          // bytes of the last read
+	recs  []record        // records of the last read
+	index map[int32]int32 // tid -> index in recs
+	peak  int             // largest len(index) since the map was made
+	reads uint64          // completed reads
 }
 
 // Open loads the program and attaches it as a task iterator. It needs
