@@ -1,0 +1,188 @@
+package taskiter_test
+
+import (
+	"fmt"
+	"runtime"
+	"testing"
+	"time"
+
+	"github.com/schedstatd/schedstatd/container"
+	"github.com/schedstatd/schedstatd/internal/baseline"
+	"github.com/schedstatd/schedstatd/internal/e2e"
+	"github.com/schedstatd/schedstatd/internal/sleepers"
+	"github.com/schedstatd/schedstatd/schedstat"
+	"golang.org/x/sys/unix"
+)
+
+// sleep is how long the daemon-style measurement sleeps before each pass:
+// long enough for the kernel and the other processes to push the pass's
+// data out of the caches, as a 1 s interval does.
+const sleep = 100 * time.Millisecond
+
+// modes are back to back, and one pass after a sleep.
+var modes = []struct {
+	name  string
+	sleep time.Duration
+}{
+	{"back-to-back", 0},
+	{fmt.Sprintf("after-%v", sleep), sleep},
+}
+
+// BenchmarkRead reads the counters of every sleeping thread of a helper
+// process once per op, four ways: os.ReadFile of /proc/<tid>/schedstat with
+// cAdvisor's parsing, pread on an fd kept open since the task was first
+// seen (the procfs source), one read of the task iterator followed by a
+// lookup of each thread through its handle (this source), and a whole
+// container.Table pass over each source (listing included). It reports,
+// per helper thread, wall time, CPU time (getrusage RUSAGE_SELF, user and
+// system) and allocations, back to back and after a sleep. The iterator
+// also reads the node's other tasks; they are not counted in the divisor.
+func BenchmarkRead(b *testing.B) {
+	e2e.RequireRoot(b)
+	sizes := []int{5000, 20000}
+	if testing.Short() {
+		sizes = sizes[:1]
+	}
+	for _, n := range sizes {
+		b.Run(fmt.Sprintf("threads=%d", n), func(b *testing.B) {
+			raiseNoFile(b, uint64(2*n+256))
+			p := sleepers.Start(b, n)
+			_, s := open(b, "")
+			b.Run("readfile", func(b *testing.B) {
+				read := baseline.ReadFile("/proc")
+				eachMode(b, n, func() {
+					for _, tid := range p.TIDs {
+						if _, err := read(tid); err != nil {
+							b.Fatal(err)
+						}
+					}
+				})
+			})
+			b.Run("pread", func(b *testing.B) {
+				tasks := make([]*schedstat.Task, len(p.TIDs))
+				for i, tid := range p.TIDs {
+					t, err := schedstat.Open("/proc", tid)
+					if err != nil {
+						b.Fatal(err)
+					}
+					tasks[i] = t
+					defer t.Close()
+				}
+				buf := make([]byte, schedstat.BufferSize)
+				eachMode(b, n, func() {
+					for _, t := range tasks {
+						if _, err := t.Read(buf); err != nil {
+							b.Fatal(err)
+						}
+					}
+				})
+			})
+			b.Run("iter", func(b *testing.B) {
+				if err := s.Read(); err != nil {
+					b.Fatal(err)
+				}
+				hs := make([]container.TaskHandle, len(p.TIDs))
+				for i, tid := range p.TIDs {
+					h, err := s.Opener().Open(tid)
+					if err != nil {
+						b.Fatal(err)
+					}
+					hs[i] = h
+				}
+				eachMode(b, n, func() {
+					if err := s.Read(); err != nil {
+						b.Fatal(err)
+					}
+					for _, h := range hs {
+						if _, err := h.Read(nil); err != nil {
+							b.Fatal(err)
+						}
+					}
+				})
+				b.ReportMetric(float64(s.Tasks()), "node-tasks")
+			})
+			b.Run("table-procfs", func(b *testing.B) {
+				h, _ := open(b, "")
+				t := container.NewTable(h, container.ProcOpener{Root: "/proc"})
+				defer t.Close()
+				tablePass(b, t, n)
+			})
+			b.Run("table-iter", func(b *testing.B) {
+				t := container.NewTable(s.Lister(), s.Opener())
+				defer t.Close()
+				tablePass(b, t, n)
+			})
+		})
+	}
+}
+
+// tablePass measures a steady-state pass of t.
+func tablePass(b *testing.B, t *container.Table, n int) {
+	for range 2 {
+		if err := t.Pass(); err != nil {
+			b.Fatal(err)
+		}
+	}
+	eachMode(b, n, func() {
+		if err := t.Pass(); err != nil {
+			b.Fatal(err)
+		}
+	})
+}
+
+// eachMode measures pass in every mode, as a sub-benchmark of b each.
+func eachMode(b *testing.B, tasks int, pass func()) {
+	for _, m := range modes {
+		b.Run(m.name, func(b *testing.B) {
+			var ms0, ms1 runtime.MemStats
+			var cpu, wall time.Duration
+			if m.sleep > 0 {
+				// A goroutine's first sleep allocates its timer: not the pass's.
+				time.Sleep(time.Nanosecond)
+			}
+			runtime.GC()
+			b.ReportAllocs()
+			runtime.ReadMemStats(&ms0)
+			for b.Loop() {
+				if m.sleep > 0 {
+					time.Sleep(m.sleep)
+				}
+				c0, w0 := cpuNow(b), time.Now()
+				pass()
+				wall += time.Since(w0)
+				cpu += cpuNow(b) - c0
+			}
+			runtime.ReadMemStats(&ms1)
+			per := float64(b.N) * float64(tasks)
+			b.ReportMetric(float64(wall.Nanoseconds())/per, "ns/task")
+			b.ReportMetric(float64(cpu.Nanoseconds())/per, "cpu-ns/task")
+			b.ReportMetric(float64(ms1.Mallocs-ms0.Mallocs)/per, "allocs/task")
+		})
+	}
+}
+
+// cpuNow returns the user and system CPU time the process has used.
+func cpuNow(b *testing.B) time.Duration {
+	var ru unix.Rusage
+	if err := unix.Getrusage(unix.RUSAGE_SELF, &ru); err != nil {
+		b.Fatal(err)
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}
+
+// raiseNoFile raises the open file limit to at least n: the pread
+// baseline keeps an fd per thread.
+func raiseNoFile(tb testing.TB, n uint64) {
+	tb.Helper()
+	var lim unix.Rlimit
+	if err := unix.Getrlimit(unix.RLIMIT_NOFILE, &lim); err != nil {
+		tb.Fatal(err)
+	}
+	if lim.Cur >= n {
+		return
+	}
+	want := unix.Rlimit{Cur: n, Max: max(n, lim.Max)}
+	if err := unix.Setrlimit(unix.RLIMIT_NOFILE, &want); err != nil {
+		tb.Fatalf("raise RLIMIT_NOFILE from %d/%d to %d: %v", lim.Cur, lim.Max, n, err)
+	}
+}
