@@ -26,11 +26,6 @@ type Lister struct {
 	buf   []byte           // file contents
 	dents []byte           // getdents64 records
 	stat  unix.Stat_t
-
-	// Unresolved counts, over the Lister's life, live tasks whose cgroup
-	// the walk after the read did not find (made or removed in between).
-	// The table reads them as unlisted; a later pass files them.
-	Unresolved uint64
 }
 
 var _ cgroupfs.Lister = (*Lister)(nil)
@@ -63,6 +58,7 @@ func (l *Lister) List(out *cgroupfs.Listing) error {
 		out.Reset()
 		return err
 	}
+	var unresolved uint64
 	for i := range l.s.recs {
 		r := &l.s.recs[i]
 		if r.zombie {
@@ -72,12 +68,13 @@ func (l *Lister) List(out *cgroupfs.Listing) error {
 		}
 		c, ok := l.byID[r.cgroup]
 		if !ok {
-			l.Unresolved++
+			unresolved++
 			continue
 		}
 		cg := &out.Cgroups[c]
 		cg.TIDs = append(cg.TIDs, r.tid)
 	}
+	l.s.unresolved.Add(unresolved)
 	return nil
 }
 

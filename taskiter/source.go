@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"sync/atomic"
 	"unsafe"
 
 	"github.com/cilium/ebpf"
@@ -70,7 +71,9 @@ type Source struct {
 	recs  []record        // records of the last read
 	index map[int32]int32 // tid -> index in recs
 	peak  int             // largest len(index) since the map was made
-	reads uint64          // completed reads
+
+	reads, unresolved atomic.Uint64
+	tasks             atomic.Int64
 }
 
 // Open loads the program and attaches it as a task iterator. It needs
@@ -137,7 +140,8 @@ func (s *Source) Read() error {
 		return fmt.Errorf("taskiter: read %d bytes, not a whole number of %d-byte records", n, recordSize)
 	}
 	s.decode(s.raw[:n])
-	s.reads++
+	s.reads.Add(1)
+	s.tasks.Store(int64(len(s.recs)))
 	return nil
 }
 
@@ -217,4 +221,27 @@ func (s *Source) lookup(tid int32) (*record, bool) {
 }
 
 // Tasks returns the number of tasks the last read saw, zombies included.
-func (s *Source) Tasks() int { return len(s.recs) }
+// It may be called from any goroutine.
+func (s *Source) Tasks() int { return int(s.tasks.Load()) }
+
+// Stats are a Source's counts since it was opened.
+type Stats struct {
+	// Reads counts the completed reads of the iterator.
+	Reads uint64
+	// Tasks is the number of tasks the last read saw, zombies included.
+	Tasks int
+	// Unresolved counts live tasks a Lister could not file because the
+	// walk after the read did not find their cgroup (made or removed in
+	// between): the table reads them as unlisted, crediting the cgroup it
+	// last credited, and a later pass files them.
+	Unresolved uint64
+}
+
+// Stats returns s's counts; a nil Source has none. It may be called from
+// any goroutine.
+func (s *Source) Stats() Stats {
+	if s == nil {
+		return Stats{}
+	}
+	return Stats{Reads: s.reads.Load(), Tasks: s.Tasks(), Unresolved: s.unresolved.Load()}
+}
