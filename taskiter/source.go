@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"slices"
 	"sync/atomic"
 	"unsafe"
 
@@ -115,7 +116,7 @@ func Open(opts Options) (*Source, error) {
 		hier:  opts.Hierarchy,
 		prog:  prog,
 		link:  it,
-		raw:   make([]byte, 64<<10),
+		raw:   make([]byte, initialBuffer),
 		index: make(map[int32]int32),
 	}, nil
 }
@@ -140,6 +141,7 @@ func (s *Source) Read() error {
 		return fmt.Errorf("taskiter: read %d bytes, not a whole number of %d-byte records", n, recordSize)
 	}
 	s.decode(s.raw[:n])
+	s.trim(n)
 	s.reads.Add(1)
 	s.tasks.Store(int64(len(s.recs)))
 	return nil
@@ -157,12 +159,12 @@ func (s *Source) readAll() (int, error) {
 	defer unix.Close(fd)
 	n := 0
 	for {
-		if len(s.raw)-n < recordSize*64 {
-			s.raw = append(s.raw[:n], make([]byte, len(s.raw))...)
+		if len(s.raw)-n < readChunk {
+			s.raw = slices.Grow(s.raw[:n], len(s.raw))
 			s.raw = s.raw[:cap(s.raw)]
 		}
 		m, err := unix.Read(fd, s.raw[n:])
-		if err == unix.EINTR || err == unix.EAGAIN {
+		if errors.Is(err, unix.EINTR) {
 			continue
 		}
 		if err != nil {
@@ -172,6 +174,26 @@ func (s *Source) readAll() (int, error) {
 			return n, nil
 		}
 		n += m
+	}
+}
+
+// readChunk is the least room a read of the iterator is given: the kernel
+// fills a read from a seq_file buffer of eight pages at most.
+const readChunk = 32 << 10
+
+// initialBuffer is the size of the read buffer of a new Source; it grows
+// to the largest read and shrinks back when reads get far smaller.
+const initialBuffer = 64 << 10
+
+// trim lets go of the read buffer and the records when they are far larger
+// than the last read needed, so a burst of tasks does not pin its memory
+// for the life of the Source.
+func (s *Source) trim(n int) {
+	if cap(s.raw) > 4*n+initialBuffer {
+		s.raw = make([]byte, max(2*n, initialBuffer))
+	}
+	if cap(s.recs) > 4*len(s.recs)+minRebuild {
+		s.recs = slices.Clone(s.recs)
 	}
 }
 
