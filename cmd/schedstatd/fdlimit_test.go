@@ -37,7 +37,7 @@ func TestFDLimitBelowThreadCount(t *testing.T) {
 	cg := testcg.Make(t, "cpuacct")
 	id := "/" + filepath.Base(cg)
 	p := testproc.StartIn(t, 300, cg)
-	d := startWrapped(t, wrapper, "--collect.interval=200ms")
+	d := startWrapped(t, wrapper, "--collect.interval=200ms", "--collect.source=procfs")
 	url := "http://" + d.addr + "/metrics"
 	time.Sleep(500 * time.Millisecond)
 	p.Stop(t)

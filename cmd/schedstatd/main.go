@@ -48,6 +48,8 @@ type config struct {
 	runtimeEndpoint string
 	// exitCapture is auto, on or off.
 	exitCapture string
+	// collectSource is auto, iter or procfs.
+	collectSource string
 }
 
 func main() {
@@ -90,6 +92,7 @@ func parseFlags(app *kingpin.Application) *config {
 	app.Flag("collect.interval", "Time between background passes; every scrape also runs a fresh pass.").Default("1s").DurationVar(&cfg.interval)
 	app.Flag("web.read-header-timeout", "How long a client may take to send its request headers before the connection is closed.").Default("10s").DurationVar(&cfg.headerWait)
 	app.Flag("web.shutdown-timeout", "How long to let scrapes in flight finish on SIGTERM or SIGINT.").Default("5s").DurationVar(&cfg.shutdownWait)
+	app.Flag("collect.source", "Where threads are listed and read: iter reads every thread in one BPF task-iterator read per pass (kernel BTF and CAP_BPF with CAP_PERFMON, or root); procfs reads cgroup thread lists and one /proc file per thread; auto uses iter where it loads.").Default("auto").EnumVar(&cfg.collectSource, "auto", "iter", "procfs")
 	app.Flag("exit-capture", "Count each thread's time up to its exit with an eBPF program on sched_switch: auto uses it when kernel BTF and CAP_BPF with CAP_PERFMON (or root) allow, on requires it, off polls only.").Default(string(exitcapture.Auto)).EnumVar(&cfg.exitCapture, exitcapture.Modes()...)
 	app.Flag("container-runtime-endpoint", "CRI socket of the container runtime, for the container, pod, namespace and image labels: auto takes the first of "+strings.Join(cri.DefaultEndpoints, ", ")+" that exists; none turns the lookup off.").Default(cri.Auto).StringVar(&cfg.runtimeEndpoint)
 	flag.AddFlags(app, &cfg.log)
@@ -124,7 +127,7 @@ func serve(cfg *config, logger *slog.Logger) error {
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
 	defer stop()
 
-	poller := collector.NewPoller(container.NewTable(src.hierarchy, src.opener), cfg.interval, logger)
+	poller := collector.NewPoller(container.NewTable(src.lister, src.tasks), cfg.interval, logger)
 	poller.BeforePass(src.exits.Feed)
 	polled := make(chan error, 1)
 	go func() { polled <- poller.Run(ctx) }()

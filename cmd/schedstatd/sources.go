@@ -11,16 +11,20 @@ import (
 	"github.com/schedstatd/schedstatd/container"
 	"github.com/schedstatd/schedstatd/cri"
 	"github.com/schedstatd/schedstatd/exitcapture"
+	"github.com/schedstatd/schedstatd/taskiter"
 )
 
-// sources are what the daemon reads: the hierarchy it walks, the tasks it
-// opens, the exit source and the container runtime it asks for labels.
+// sources are what the daemon reads: the cgroups it lists and the tasks it
+// reads, the exit source and the container runtime it asks for labels.
 type sources struct {
-	hierarchy *cgroupfs.Hierarchy
-	opener    container.ProcOpener
-	hostPID   bool
-	exits     *exitcapture.Source // nil when polling only
-	runtime   *cri.Client         // nil when no runtime is asked
+	// lister and tasks feed the table: the hierarchy's thread lists and
+	// procfs, or the task iterator.
+	lister  cgroupfs.Lister
+	tasks   container.TaskOpener
+	iter    *taskiter.Source // nil when procfs is the source
+	hostPID bool
+	exits   *exitcapture.Source // nil when polling only
+	runtime *cri.Client         // nil when no runtime is asked
 }
 
 // openSources opens everything the flags name, failing with the path or
@@ -30,7 +34,7 @@ func openSources(cfg *config, logger *slog.Logger) (*sources, error) {
 	if err != nil {
 		return nil, err
 	}
-	src := &sources{hierarchy: h}
+	src := &sources{}
 	if src.hostPID, err = cgroupfs.InitialPIDNamespace(cfg.procfs); err != nil {
 		return nil, err
 	}
@@ -42,9 +46,16 @@ func openSources(cfg *config, logger *slog.Logger) (*sources, error) {
 		logger.Error("procfs hides other users' tasks (mounted with hidepid): their time cannot be read and each such read is counted in schedstatd_read_errors_total{reason=\"permission\"}; run as root, join the procfs gid= group, or mount procfs without hidepid", "path", cfg.procfs)
 	}
 	budget := &container.FDBudget{Max: taskFDBudget(raiseFDLimit(logger))}
-	src.opener = container.ProcOpener{Root: cfg.procfs, Budget: budget, Hidden: hidden}
+	src.lister, src.tasks = h, container.ProcOpener{Root: cfg.procfs, Budget: budget, Hidden: hidden}
+	if src.iter, err = taskiter.Select(iterMode(cfg.collectSource), taskiter.Options{Hierarchy: h}, logger); err != nil {
+		return nil, fmt.Errorf("--collect.source=%s: %w", cfg.collectSource, err)
+	}
+	if src.iter != nil {
+		src.lister, src.tasks = src.iter.Lister(), src.iter.Opener()
+	}
 
 	if src.exits, err = exitcapture.Select(exitcapture.Mode(cfg.exitCapture), exitcapture.Options{UnifiedDir: h.UnifiedDir()}, logger); err != nil {
+		src.close()
 		return nil, fmt.Errorf("--exit-capture=%s: %w", cfg.exitCapture, err)
 	}
 	if endpoint := cri.Resolve(cfg.runtimeEndpoint); !cri.Disabled(endpoint) {
@@ -58,7 +69,7 @@ func openSources(cfg *config, logger *slog.Logger) (*sources, error) {
 		logger.Info("no container runtime to ask: container, pod, namespace and image labels stay empty", "container_runtime_endpoint", cfg.runtimeEndpoint)
 	}
 	logger.Info("starting schedstatd", "version", version.Info(), "hierarchy", h.Name(), "cgroup_version", h.Version().String(),
-		"dir", h.Dir(), "interval", cfg.interval, "task_fd_budget", budget.Max, "exit_capture", src.exits != nil, "container_runtime", src.runtime != nil)
+		"dir", h.Dir(), "interval", cfg.interval, "task_fd_budget", budget.Max, "task_iterator", src.iter != nil, "exit_capture", src.exits != nil, "container_runtime", src.runtime != nil)
 	return src, nil
 }
 
@@ -78,6 +89,7 @@ func (s *sources) collectors(poller *collector.Poller) []prometheus.Collector {
 			Help: "1 if the daemon runs in the host's PID namespace and sees every task; 0 means hostPID: true is missing.",
 		}, func() float64 { return boolFloat(s.hostPID) }),
 		exitcapture.NewCollector(s.exits, func() uint64 { return poller.Last().Counters.UnattributedExits }),
+		taskiter.NewCollector(s.iter),
 	}
 	if s.runtime != nil {
 		cs = append(cs, s.runtime)
@@ -85,13 +97,28 @@ func (s *sources) collectors(poller *collector.Poller) []prometheus.Collector {
 	return cs
 }
 
-// close releases the exit source and the runtime client. The task table
+// close releases the task iterator, the exit source and the runtime client. The task table
 // closes its own fds when the poller stops.
 func (s *sources) close() {
+	if s.iter != nil {
+		s.iter.Close()
+	}
 	if s.exits != nil {
 		s.exits.Close()
 	}
 	if s.runtime != nil {
 		s.runtime.Close()
 	}
+}
+
+// iterMode maps --collect.source to the iterator's mode: iter requires it,
+// procfs never loads it.
+func iterMode(source string) taskiter.Mode {
+	switch source {
+	case "iter":
+		return taskiter.On
+	case "procfs":
+		return taskiter.Off
+	}
+	return taskiter.Auto
 }
