@@ -5,6 +5,7 @@ import (
 	"fmt"
 
 	"github.com/cilium/ebpf/btf"
+	"github.com/schedstatd/schedstatd/internal/kbtf"
 )
 
 // taskDead is TASK_DEAD in include/linux/sched.h: the state a task is in
@@ -55,7 +56,7 @@ func kernelLayout(spec *btf.Spec) (layout, error) {
 	// [, unsigned int prev_state]).
 	args := proto.Params[min(1, len(proto.Params)):]
 	switch {
-	case len(args) >= 4 && isTaskPtr(args[1].Type) && isInt(args[3].Type):
+	case len(args) >= 4 && isTaskPtr(args[1].Type) && kbtf.IsInt(args[3].Type):
 		l.prevArg, l.stateArg = 1, 3
 	case len(args) == 3 && isTaskPtr(args[1].Type):
 		l.prevArg, l.stateArg = 1, -1
@@ -99,61 +100,20 @@ func isTaskPtr(t btf.Type) bool {
 	return ok && s.Name == "task_struct"
 }
 
-func isInt(t btf.Type) bool {
-	_, ok := btf.UnderlyingType(t).(*btf.Int)
-	return ok
-}
-
 // findField returns the offset and size of the scalar at path below t, a
-// struct or union, looking through anonymous structs and unions (randomized
-// layouts and unions hide members in them). Only whole 4- or 8-byte
-// integers qualify.
+// struct or union (see kbtf.Offset). Only whole 4- or 8-byte integers
+// qualify.
 func findField(t btf.Type, path ...string) (field, error) {
-	off, mt, ok := member(t, path[0])
-	if !ok {
-		return field{}, fmt.Errorf("%w: no member %q in %v", errLayout, path[0], t)
-	}
-	if len(path) > 1 {
-		f, err := findField(mt, path[1:]...)
-		f.offset += int16(off)
-		return f, err
+	off, mt, err := kbtf.Offset(t, path...)
+	if err != nil {
+		return field{}, fmt.Errorf("%w: %w", errLayout, err)
 	}
 	size, err := btf.Sizeof(mt)
-	if err != nil || (size != 4 && size != 8) || !isInt(mt) {
-		return field{}, fmt.Errorf("%w: member %q is %v, not a 4- or 8-byte integer", errLayout, path[0], mt)
+	if err != nil || (size != 4 && size != 8) || !kbtf.IsInt(mt) {
+		return field{}, fmt.Errorf("%w: member %q is %v, not a 4- or 8-byte integer", errLayout, path[len(path)-1], mt)
 	}
 	if off > 1<<15-8 {
-		return field{}, fmt.Errorf("%w: member %q at offset %d is out of reach", errLayout, path[0], off)
+		return field{}, fmt.Errorf("%w: member %q at offset %d is out of reach", errLayout, path[len(path)-1], off)
 	}
 	return field{offset: int16(off), size: size}, nil
-}
-
-// member finds the member called name in t, a struct or union, or in its
-// anonymous members, and returns its byte offset from the start of t.
-// Bitfields do not qualify.
-func member(t btf.Type, name string) (int, btf.Type, bool) {
-	var ms []btf.Member
-	switch c := btf.UnderlyingType(t).(type) {
-	case *btf.Struct:
-		ms = c.Members
-	case *btf.Union:
-		ms = c.Members
-	default:
-		return 0, nil, false
-	}
-	for _, m := range ms {
-		if m.BitfieldSize != 0 || m.Offset%8 != 0 {
-			continue
-		}
-		base := int(m.Offset / 8)
-		if m.Name == name {
-			return base, m.Type, true
-		}
-		if m.Name == "" {
-			if off, mt, ok := member(m.Type, name); ok {
-				return base + off, mt, true
-			}
-		}
-	}
-	return 0, nil, false
 }

@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"github.com/cilium/ebpf/btf"
+	"github.com/schedstatd/schedstatd/internal/kbtf"
 )
 
 // field is where one scalar or pointer sits in a kernel struct: its byte
@@ -114,11 +115,6 @@ func subsysID(spec *btf.Spec, controller string) (int, error) {
 	return 0, fmt.Errorf("%w: no cgroup controller %q in this kernel", errLayout, controller)
 }
 
-func isInt(t btf.Type) bool {
-	_, ok := btf.UnderlyingType(t).(*btf.Int)
-	return ok
-}
-
 func isPointerOrArray(t btf.Type) bool {
 	switch btf.UnderlyingType(t).(type) {
 	case *btf.Pointer, *btf.Array:
@@ -128,58 +124,23 @@ func isPointerOrArray(t btf.Type) bool {
 }
 
 // findField returns the offset and size of the member at path below t, a
-// struct or union, looking through anonymous structs and unions. The last
-// member must be a 4- or 8-byte integer, a pointer, or an array (whose
-// offset is what counts).
+// struct or union (see kbtf.Offset). The last member must be a 4- or 8-byte
+// integer, a pointer, or an array (whose offset is what counts).
 func findField(t btf.Type, path ...string) (field, error) {
-	off, mt, ok := member(t, path[0])
-	if !ok {
-		return field{}, fmt.Errorf("%w: no member %q in %v", errLayout, path[0], t)
+	off, mt, err := kbtf.Offset(t, path...)
+	if err != nil {
+		return field{}, fmt.Errorf("%w: %w", errLayout, err)
 	}
-	if len(path) > 1 {
-		f, err := findField(mt, path[1:]...)
-		f.offset += int32(off)
-		return f, err
+	last := path[len(path)-1]
+	if off > 1<<15-8 {
+		return field{}, fmt.Errorf("%w: member %q at offset %d is out of reach", errLayout, last, off)
 	}
 	if _, ok := btf.UnderlyingType(mt).(*btf.Array); ok {
 		return field{offset: int32(off), size: 8}, nil
 	}
 	size, err := btf.Sizeof(mt)
-	if err != nil || (size != 4 && size != 8) || !(isInt(mt) || isPointerOrArray(mt)) {
-		return field{}, fmt.Errorf("%w: member %q is %v, not a 4- or 8-byte integer or pointer", errLayout, path[0], mt)
-	}
-	if off > 1<<15-8 {
-		return field{}, fmt.Errorf("%w: member %q at offset %d is out of reach", errLayout, path[0], off)
+	if err != nil || (size != 4 && size != 8) || !(kbtf.IsInt(mt) || isPointerOrArray(mt)) {
+		return field{}, fmt.Errorf("%w: member %q is %v, not a 4- or 8-byte integer or pointer", errLayout, last, mt)
 	}
 	return field{offset: int32(off), size: size}, nil
-}
-
-// member finds the member called name in t, a struct or union, or in its
-// anonymous members, and returns its byte offset from the start of t.
-// Bitfields do not qualify.
-func member(t btf.Type, name string) (int, btf.Type, bool) {
-	var ms []btf.Member
-	switch c := btf.UnderlyingType(t).(type) {
-	case *btf.Struct:
-		ms = c.Members
-	case *btf.Union:
-		ms = c.Members
-	default:
-		return 0, nil, false
-	}
-	for _, m := range ms {
-		if m.BitfieldSize != 0 || m.Offset%8 != 0 {
-			continue
-		}
-		base := int(m.Offset / 8)
-		if m.Name == name {
-			return base, m.Type, true
-		}
-		if m.Name == "" {
-			if off, mt, ok := member(m.Type, name); ok {
-				return base + off, mt, true
-			}
-		}
-	}
-	return 0, nil, false
 }
