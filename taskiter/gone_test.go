@@ -1,0 +1,56 @@
+package taskiter_test
+
+import (
+	"os/exec"
+	"testing"
+
+	"github.com/schedstatd/schedstatd/schedstat"
+)
+
+// PID reuse with the iterator source, in a new PID namespace, is shown by
+// container's TestRealPIDReuse, which runs over both task sources.
+
+// TestHandleGoneReal reads a task through a handle after the task is
+// reaped: the read is an error for which schedstat.IsGone is true, and the
+// handle keeps failing after later reads.
+func TestHandleGoneReal(t *testing.T) {
+	_, s := open(t, "")
+	c := spinner(t)
+	if err := s.Read(); err != nil {
+		t.Fatal(err)
+	}
+	h, err := s.Opener().Open(int32(c.Process.Pid))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := h.Read(nil); err != nil {
+		t.Fatalf("live task: %v", err)
+	}
+	c.Process.Kill()
+	c.Wait()
+	for range 2 {
+		if err := s.Read(); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := h.Read(nil); !schedstat.IsGone(err) {
+			t.Fatalf("reaped task: err %v, want one IsGone reports", err)
+		}
+	}
+	if _, err := s.Opener().Open(int32(c.Process.Pid)); !schedstat.IsGone(err) {
+		t.Errorf("open of a reaped task: err %v, want one IsGone reports", err)
+	}
+}
+
+// spinner starts a single-threaded process that spins until killed.
+func spinner(t *testing.T) *exec.Cmd {
+	t.Helper()
+	c := exec.Command("/bin/sh", "-c", "while :; do :; done")
+	if err := c.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		c.Process.Kill()
+		c.Wait()
+	})
+	return c
+}
