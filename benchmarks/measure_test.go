@@ -1,12 +1,11 @@
 package benchmarks_test
 
 import (
-	"fmt"
 	"os"
 	"runtime"
 	"testing"
-	"time"
 
+	"github.com/schedstatd/schedstatd/internal/benchx"
 	"github.com/schedstatd/schedstatd/internal/sleepers"
 	"golang.org/x/sys/unix"
 )
@@ -16,66 +15,13 @@ func TestMain(m *testing.M) {
 	os.Exit(m.Run())
 }
 
-// sleep is how long the daemon-style measurement sleeps before each pass:
-// long enough for the kernel and the other processes on the machine to
-// push the pass's data out of the caches, as a 1 s interval does.
-const sleep = 100 * time.Millisecond
+// modes are back to back, and one pass after a sleep (benchx.Modes).
+var modes = benchx.Modes()
 
-// mode is a way of timing a pass.
-type mode struct {
-	name  string
-	sleep time.Duration
-}
-
-// modes are back to back, and one pass after a sleep.
-var modes = []mode{
-	{"back-to-back", 0},
-	{fmt.Sprintf("after-%v", sleep), sleep},
-}
-
-// cpuNow returns the CPU time the process has used, in user and system
-// mode, on all its threads (GC workers included), to the nanosecond.
-func cpuNow() time.Duration {
-	var ts unix.Timespec
-	if err := unix.ClockGettime(unix.CLOCK_PROCESS_CPUTIME_ID, &ts); err != nil {
-		panic(err)
-	}
-	return time.Duration(ts.Nano())
-}
-
-// measure runs pass in b.Loop, each time after m.sleep, and reports per
-// task of the pass: ns/task (wall time of the pass, without the sleep),
-// cpu-ns/task (the process's CPU time during the pass) and allocs/task.
-// When m sleeps, ns/op includes the sleep; the per-task figures never do.
-func measure(b *testing.B, m mode, tasks int, pass func()) {
+// measure times pass as benchx.Measure does.
+func measure(b *testing.B, m benchx.Mode, tasks int, pass func()) {
 	b.Helper()
-	if tasks <= 0 {
-		b.Fatalf("a pass over %d tasks", tasks)
-	}
-	var ms0, ms1 runtime.MemStats
-	var cpu, wall time.Duration
-	if m.sleep > 0 {
-		// A goroutine's first sleep allocates its timer: not the pass's.
-		time.Sleep(time.Nanosecond)
-	}
-	runtime.GC()
-	b.ReportAllocs()
-	runtime.ReadMemStats(&ms0)
-	for b.Loop() {
-		if m.sleep > 0 {
-			time.Sleep(m.sleep)
-		}
-		c0, w0 := cpuNow(), time.Now()
-		pass()
-		wall += time.Since(w0)
-		cpu += cpuNow() - c0
-	}
-	runtime.ReadMemStats(&ms1)
-	per := float64(b.N) * float64(tasks)
-	b.ReportMetric(float64(wall.Nanoseconds())/per, "ns/task")
-	b.ReportMetric(float64(cpu.Nanoseconds())/per, "cpu-ns/task")
-	b.ReportMetric(float64(ms1.Mallocs-ms0.Mallocs)/per, "allocs/task")
-	b.ReportMetric(float64(tasks), "tasks")
+	benchx.Measure(b, m, tasks, pass)
 }
 
 // raiseNoFile raises the open file limit to at least n; the table keeps an

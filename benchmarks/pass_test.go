@@ -49,7 +49,7 @@ func BenchmarkPass(b *testing.B) {
 			fds := openFDs(b, &l)
 			buf := make([]byte, 64)
 			for _, m := range modes {
-				b.Run(m.name, func(b *testing.B) {
+				b.Run(m.Name, func(b *testing.B) {
 					measure(b, m, len(fds), func() {
 						for _, fd := range fds {
 							if _, err := unix.Pread(fd, buf, 0); err != nil {
@@ -67,7 +67,7 @@ func BenchmarkPass(b *testing.B) {
 				b.Fatal(err)
 			}
 			for _, m := range modes {
-				b.Run(m.name, func(b *testing.B) {
+				b.Run(m.Name, func(b *testing.B) {
 					measure(b, m, countTIDs(&l), func() {
 						if err := h.List(&l); err != nil {
 							b.Fatal(err)
@@ -89,7 +89,7 @@ func BenchmarkPass(b *testing.B) {
 				b.Fatalf("a pass read %d tasks of %d threads", tasks, threads)
 			}
 			for _, m := range modes {
-				b.Run(m.name, func(b *testing.B) {
+				b.Run(m.Name, func(b *testing.B) {
 					measure(b, m, tasks, func() {
 						if err := table.Pass(); err != nil {
 							b.Fatal(err)
@@ -113,7 +113,7 @@ func BenchmarkPass(b *testing.B) {
 			}
 			pass()
 			for _, m := range modes {
-				b.Run(m.name, func(b *testing.B) {
+				b.Run(m.Name, func(b *testing.B) {
 					measure(b, m, countTIDs(&l), pass)
 					b.ReportMetric(float64(handlers.Len()), "live-entries")
 				})

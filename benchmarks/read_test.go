@@ -67,7 +67,7 @@ func BenchmarkRead(b *testing.B) {
 // eachMode measures pass in every mode, as a sub-benchmark of b each.
 func eachMode(b *testing.B, tasks int, pass func()) {
 	for _, m := range modes {
-		b.Run(m.name, func(b *testing.B) { measure(b, m, tasks, pass) })
+		b.Run(m.Name, func(b *testing.B) { measure(b, m, tasks, pass) })
 	}
 }
 

@@ -2,31 +2,16 @@ package taskiter_test
 
 import (
 	"fmt"
-	"runtime"
 	"testing"
-	"time"
 
 	"github.com/schedstatd/schedstatd/container"
 	"github.com/schedstatd/schedstatd/internal/baseline"
+	"github.com/schedstatd/schedstatd/internal/benchx"
 	"github.com/schedstatd/schedstatd/internal/e2e"
 	"github.com/schedstatd/schedstatd/internal/sleepers"
 	"github.com/schedstatd/schedstatd/schedstat"
 	"golang.org/x/sys/unix"
 )
-
-// sleep is how long the daemon-style measurement sleeps before each pass:
-// long enough for the kernel and the other processes to push the pass's
-// data out of the caches, as a 1 s interval does.
-const sleep = 100 * time.Millisecond
-
-// modes are back to back, and one pass after a sleep.
-var modes = []struct {
-	name  string
-	sleep time.Duration
-}{
-	{"back-to-back", 0},
-	{fmt.Sprintf("after-%v", sleep), sleep},
-}
 
 // BenchmarkRead reads the counters of every sleeping thread of a helper
 // process once per op, four ways: os.ReadFile of /proc/<tid>/schedstat with
@@ -135,45 +120,8 @@ func tablePass(b *testing.B, t *container.Table, n int) {
 	})
 }
 
-// eachMode measures pass in every mode, as a sub-benchmark of b each.
-func eachMode(b *testing.B, tasks int, pass func()) {
-	for _, m := range modes {
-		b.Run(m.name, func(b *testing.B) {
-			var ms0, ms1 runtime.MemStats
-			var cpu, wall time.Duration
-			if m.sleep > 0 {
-				// A goroutine's first sleep allocates its timer: not the pass's.
-				time.Sleep(time.Nanosecond)
-			}
-			runtime.GC()
-			b.ReportAllocs()
-			runtime.ReadMemStats(&ms0)
-			for b.Loop() {
-				if m.sleep > 0 {
-					time.Sleep(m.sleep)
-				}
-				c0, w0 := cpuNow(b), time.Now()
-				pass()
-				wall += time.Since(w0)
-				cpu += cpuNow(b) - c0
-			}
-			runtime.ReadMemStats(&ms1)
-			per := float64(b.N) * float64(tasks)
-			b.ReportMetric(float64(wall.Nanoseconds())/per, "ns/task")
-			b.ReportMetric(float64(cpu.Nanoseconds())/per, "cpu-ns/task")
-			b.ReportMetric(float64(ms1.Mallocs-ms0.Mallocs)/per, "allocs/task")
-		})
-	}
-}
-
-// cpuNow returns the user and system CPU time the process has used.
-func cpuNow(b *testing.B) time.Duration {
-	var ru unix.Rusage
-	if err := unix.Getrusage(unix.RUSAGE_SELF, &ru); err != nil {
-		b.Fatal(err)
-	}
-	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
-}
+// eachMode measures pass back to back and after a sleep (benchx).
+func eachMode(b *testing.B, tasks int, pass func()) { benchx.EachMode(b, tasks, pass) }
 
 // fdReserve is how many fds, beyond one per thread, a benchmark process
 // needs: its standard files, the runtime's, the walker's.
