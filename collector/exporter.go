@@ -38,6 +38,8 @@ var (
 		"Reads of tasks a pass did not list: zombies and tasks that moved mid-walk.", nil, nil)
 	readErrorsDesc = prometheus.NewDesc(namespace+"_read_errors_total",
 		"Failed reads of tasks that still exist, by reason; each costs at most that task's increase.", []string{"reason"}, nil)
+	cgroupErrorsDesc = prometheus.NewDesc(namespace+"_cgroup_read_errors_total",
+		"Cgroups whose thread list or CPU counter could not be read in a pass (other than by removal); their tasks are read on through their handles.", nil, nil)
 	lastPassDesc = prometheus.NewDesc(namespace+"_last_collection_timestamp_seconds",
 		"Unix time of the last completed pass.", nil, nil)
 	unkeptDesc = prometheus.NewDesc(namespace+"_tasks_unkept",
@@ -98,6 +100,7 @@ func (e *Exporter) Collect(ch chan<- prometheus.Metric) {
 	counter(ch, exitsDesc, float64(c.Exits))
 	counter(ch, reusesDesc, float64(c.Reuses))
 	counter(ch, unlistedDesc, float64(c.Unlisted))
+	counter(ch, cgroupErrorsDesc, float64(c.CgroupErrors))
 	ch <- prometheus.MustNewConstMetric(trackedDesc, prometheus.GaugeValue, float64(c.Tracked))
 	ch <- prometheus.MustNewConstMetric(unkeptDesc, prometheus.GaugeValue, float64(c.Unkept))
 	ch <- prometheus.MustNewConstMetric(cgroupsDesc, prometheus.GaugeValue, float64(len(s.Cgroups)))

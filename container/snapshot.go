@@ -30,6 +30,9 @@ type Counters struct {
 	// Unkept is the number of tracked tasks read without a kept fd, when
 	// the opener reports it (ProcOpener with an FDBudget).
 	Unkept int
+	// CgroupErrors counts cgroups, over all passes, that could not be read
+	// whole (a thread list or counter that failed other than by removal).
+	CgroupErrors uint64
 	// ReadErrors counts failed reads by Reason.
 	ReadErrors [numReasons]uint64
 }

@@ -85,6 +85,7 @@ func (t *Table) PassContext(ctx context.Context) error {
 	}
 	t.pass++
 	t.marked = 0
+	t.counters.CgroupErrors += uint64(t.listing.Errors)
 	order := t.cgroups.begin(t.pass, &t.listing)
 	n := 0
 	for i := range t.listing.Cgroups {

@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/schedstatd/schedstatd/cgroupfs"
 	"github.com/schedstatd/schedstatd/container"
 	"github.com/schedstatd/schedstatd/internal/synth"
 	"github.com/schedstatd/schedstatd/schedstat"
@@ -367,5 +368,27 @@ func TestPassGivesUpWhenCancelled(t *testing.T) {
 	s := r.pass()
 	if got, want := totalsOf(s)["/a"], stat(50000, 5000, 5000); got != want {
 		t.Errorf("after an aborted pass: /a = %+v, want %+v", got, want)
+	}
+}
+
+// errTree is a tree whose listing reports one cgroup it could not read.
+type errTree struct{ *synth.Tree }
+
+func (e errTree) List(l *cgroupfs.Listing) error {
+	if err := e.Tree.List(l); err != nil {
+		return err
+	}
+	l.Cgroups[1].Err = errors.New("tasks: permission denied")
+	l.Errors++
+	return nil
+}
+
+func TestCgroupReadErrorsCounted(t *testing.T) {
+	r := newRig(t, "/", "/a")
+	r.table = container.NewTable(errTree{r.tree}, r.k)
+	r.pass()
+	r.pass()
+	if got := r.table.Counters().CgroupErrors; got != 2 {
+		t.Errorf("CgroupErrors = %d after two passes with one unreadable cgroup, want 2", got)
 	}
 }
