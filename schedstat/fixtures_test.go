@@ -9,6 +9,8 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+
+	"github.com/google/go-cmp/cmp"
 )
 
 // fixtureDir holds the plain files the table tests and the fuzz seeds read:
@@ -103,4 +105,56 @@ func TestLoadFixtureMissing(t *testing.T) {
 	if b != nil {
 		t.Errorf("loadFixture of a missing file returned contents %q", b)
 	}
+}
+
+// fixtureCase is one fixture file and what parsing it gives: want, or an
+// error wrapping wantErr (ErrParse for a malformed file, os.ErrNotExist
+// for one missing on purpose).
+type fixtureCase[T any] struct {
+	file    string
+	want    T
+	wantErr error
+}
+
+// runFixtureCases parses each case's fixture with parse, named name in
+// messages, and checks the result; a parse error must quote its input.
+func runFixtureCases[T any](t *testing.T, name string, cases []fixtureCase[T], parse func([]byte) (T, error)) {
+	t.Helper()
+	for _, tc := range cases {
+		t.Run(tc.file, func(t *testing.T) {
+			b, err := loadFixture(tc.file)
+			if tc.wantErr == os.ErrNotExist {
+				if !errors.Is(err, os.ErrNotExist) {
+					t.Fatalf("loadFixture(%q) = %q, %v; want an error wrapping os.ErrNotExist", tc.file, b, err)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			got, err := parse(b)
+			if tc.wantErr != nil {
+				if !errors.Is(err, tc.wantErr) {
+					t.Fatalf("%s(%q) = %+v, %v; want an error wrapping %v", name, b, got, err, tc.wantErr)
+				}
+				checkQuoted(t, err.Error(), b)
+				return
+			}
+			if err != nil {
+				t.Fatalf("%s(%q): %v", name, b, err)
+			}
+			if diff := cmp.Diff(tc.want, got); diff != "" {
+				t.Errorf("%s(%q) mismatch (-want +got):\n%s", name, b, diff)
+			}
+		})
+	}
+}
+
+// caseFiles returns the files of cases.
+func caseFiles[T any](cases []fixtureCase[T]) []string {
+	names := make([]string, len(cases))
+	for i, tc := range cases {
+		names[i] = tc.file
+	}
+	return names
 }

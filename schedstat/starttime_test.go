@@ -1,11 +1,8 @@
 package schedstat_test
 
 import (
-	"errors"
 	"os"
 	"testing"
-
-	"github.com/google/go-cmp/cmp"
 
 	"github.com/schedstatd/schedstatd/schedstat"
 )
@@ -13,11 +10,7 @@ import (
 // startTimeCases covers every *.stat fixture. wantErr is ErrParse for a
 // malformed file, or os.ErrNotExist for the one entry whose file is missing
 // on purpose.
-var startTimeCases = []struct {
-	file    string
-	want    uint64
-	wantErr error
-}{
+var startTimeCases = []fixtureCase[uint64]{
 	{file: "sleep.stat", want: 38975},
 	{file: "kworker.stat", want: 26},
 	{file: "comm-parens.stat", want: 12345},
@@ -37,40 +30,9 @@ var startTimeCases = []struct {
 }
 
 func TestParseStartTimeFixtures(t *testing.T) {
-	for _, tc := range startTimeCases {
-		t.Run(tc.file, func(t *testing.T) {
-			b, err := loadFixture(tc.file)
-			if tc.wantErr == os.ErrNotExist {
-				if !errors.Is(err, os.ErrNotExist) {
-					t.Fatalf("loadFixture(%q) = %q, %v; want an error wrapping os.ErrNotExist", tc.file, b, err)
-				}
-				return
-			}
-			if err != nil {
-				t.Fatal(err)
-			}
-			got, err := schedstat.ParseStartTime(b)
-			if tc.wantErr != nil {
-				if !errors.Is(err, tc.wantErr) {
-					t.Fatalf("ParseStartTime(%q) = %d, %v; want an error wrapping %v", b, got, err, tc.wantErr)
-				}
-				checkQuoted(t, err.Error(), b)
-				return
-			}
-			if err != nil {
-				t.Fatalf("ParseStartTime(%q): %v", b, err)
-			}
-			if diff := cmp.Diff(tc.want, got); diff != "" {
-				t.Errorf("ParseStartTime(%q) mismatch (-want +got):\n%s", b, diff)
-			}
-		})
-	}
+	runFixtureCases(t, "ParseStartTime", startTimeCases, schedstat.ParseStartTime)
 }
 
 func TestParseStartTimeFixturesCovered(t *testing.T) {
-	var names []string
-	for _, tc := range startTimeCases {
-		names = append(names, tc.file)
-	}
-	checkCovered(t, "*.stat", names, "missing.stat")
+	checkCovered(t, "*.stat", caseFiles(startTimeCases), "missing.stat")
 }

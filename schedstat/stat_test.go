@@ -1,7 +1,6 @@
 package schedstat_test
 
 import (
-	"errors"
 	"math"
 	"os"
 	"testing"
@@ -14,11 +13,7 @@ import (
 // parseCases covers every *.schedstat fixture. wantErr is ErrParse for a
 // malformed file, or os.ErrNotExist for the one entry whose file is missing
 // on purpose.
-var parseCases = []struct {
-	file    string
-	want    schedstat.Stat
-	wantErr error
-}{
+var parseCases = []fixtureCase[schedstat.Stat]{
 	{file: "valid.schedstat", want: schedstat.Stat{RunNanoseconds: 123, WaitNanoseconds: 456, Timeslices: 7}},
 	{file: "sleep.schedstat", want: schedstat.Stat{RunNanoseconds: 1201748, WaitNanoseconds: 0, Timeslices: 4}},
 	{file: "zero.schedstat", want: schedstat.Stat{}},
@@ -47,42 +42,11 @@ var parseCases = []struct {
 }
 
 func TestParseFixtures(t *testing.T) {
-	for _, tc := range parseCases {
-		t.Run(tc.file, func(t *testing.T) {
-			b, err := loadFixture(tc.file)
-			if tc.wantErr == os.ErrNotExist {
-				if !errors.Is(err, os.ErrNotExist) {
-					t.Fatalf("loadFixture(%q) = %q, %v; want an error wrapping os.ErrNotExist", tc.file, b, err)
-				}
-				return
-			}
-			if err != nil {
-				t.Fatal(err)
-			}
-			got, err := schedstat.Parse(b)
-			if tc.wantErr != nil {
-				if !errors.Is(err, tc.wantErr) {
-					t.Fatalf("Parse(%q) = %+v, %v; want an error wrapping %v", b, got, err, tc.wantErr)
-				}
-				checkQuoted(t, err.Error(), b)
-				return
-			}
-			if err != nil {
-				t.Fatalf("Parse(%q): %v", b, err)
-			}
-			if diff := cmp.Diff(tc.want, got); diff != "" {
-				t.Errorf("Parse(%q) mismatch (-want +got):\n%s", b, diff)
-			}
-		})
-	}
+	runFixtureCases(t, "Parse", parseCases, schedstat.Parse)
 }
 
 func TestParseFixturesCovered(t *testing.T) {
-	var names []string
-	for _, tc := range parseCases {
-		names = append(names, tc.file)
-	}
-	checkCovered(t, "*.schedstat", names, "missing.schedstat")
+	checkCovered(t, "*.schedstat", caseFiles(parseCases), "missing.schedstat")
 }
 
 func TestStatAdd(t *testing.T) {
