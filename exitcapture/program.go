@@ -3,6 +3,7 @@ package exitcapture
 import (
 	"github.com/cilium/ebpf"
 	"github.com/cilium/ebpf/asm"
+	"github.com/schedstatd/schedstatd/internal/kbtf"
 )
 
 // Names of the kernel objects, as bpftool and /proc/<pid>/fdinfo show them
@@ -136,12 +137,7 @@ func program(l layout, wakeAt uint32) asm.Instructions {
 	)
 }
 
-// load reads the field f of the struct src points to into dst, zero
-// extended to 64 bits.
+// load reads the field f of the struct src points to into dst.
 func load(dst, src asm.Register, f field) asm.Instruction {
-	size := asm.DWord
-	if f.size == 4 {
-		size = asm.Word
-	}
-	return asm.LoadMem(dst, src, f.offset, size)
+	return kbtf.Load(dst, src, f.offset, f.size)
 }

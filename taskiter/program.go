@@ -3,6 +3,7 @@ package taskiter
 import (
 	"github.com/cilium/ebpf"
 	"github.com/cilium/ebpf/asm"
+	"github.com/schedstatd/schedstatd/internal/kbtf"
 )
 
 // progName is the program's name, as bpftool and /proc/<pid>/fdinfo show
@@ -146,12 +147,7 @@ func program(l layout) asm.Instructions {
 	)
 }
 
-// load reads the field f of the struct src points to into dst, zero
-// extended to 64 bits.
+// load reads the field f of the struct src points to into dst.
 func load(dst, src asm.Register, f field) asm.Instruction {
-	size := asm.DWord
-	if f.size == 4 {
-		size = asm.Word
-	}
-	return asm.LoadMem(dst, src, int16(f.offset), size)
+	return kbtf.Load(dst, src, int16(f.offset), f.size)
 }

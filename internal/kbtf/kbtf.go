@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 
+	"github.com/cilium/ebpf/asm"
 	"github.com/cilium/ebpf/btf"
 )
 
@@ -64,4 +65,15 @@ func member(t btf.Type, name string) (int, btf.Type, bool) {
 		}
 	}
 	return 0, nil, false
+}
+
+// Load returns the instruction that reads the size-byte (4 or 8) integer
+// at offset off of the struct src points to into dst, zero extended to 64
+// bits.
+func Load(dst, src asm.Register, off int16, size int) asm.Instruction {
+	width := asm.DWord
+	if size == 4 {
+		width = asm.Word
+	}
+	return asm.LoadMem(dst, src, off, width)
 }
