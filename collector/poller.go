@@ -118,9 +118,9 @@ func (p *Poller) pass(ctx context.Context) *container.Snapshot {
 		if p.lastErr == nil || p.lastErr.Error() != err.Error() {
 			p.logger.Error("pass failed; serving the last good totals", "err", err)
 		}
+		// A failed pass leaves the table's totals as they were, so the
+		// snapshot repeats them with the new counters.
 		p.lastErr = err
-		// The table is unchanged by a failed pass; only the counters moved.
-		s.Cgroups = p.last.Cgroups
 	} else {
 		if p.lastErr != nil {
 			p.logger.Info("passes succeed again")
