@@ -4,7 +4,7 @@ LDFLAGS  := -X github.com/prometheus/common/version.Version=$(VERSION) -X github
 PKGS     ?= ./...
 BENCHOUT ?= bench.txt
 
-.PHONY: all build run test test-short vet lint fmt-check fuzz fuzz-smoke soak bench bench-smoke update-golden tidy-check clean
+.PHONY: all build run test test-deps test-short vet lint fmt-check fuzz fuzz-smoke soak bench bench-smoke update-golden tidy-check clean
 
 all: build
 
@@ -16,10 +16,25 @@ run: build
 
 # test is what CI runs: formatting, vet, module hygiene, the race-enabled
 # suite, and every benchmark once so none rots.
-test: fmt-check vet tidy-check
+test: test-deps fmt-check vet tidy-check
 	$(GO) test -race -count=1 -timeout 20m $(PKGS)
 	$(MAKE) fuzz-smoke
 	$(MAKE) bench-smoke
+
+# test-deps installs the programs the end-to-end tests drive that a fresh
+# Debian machine lacks (tmux, for the live view of `top`), where it can: as
+# root with apt-get. Elsewhere the tests that need them say what is missing.
+TEST_TOOLS ?= tmux
+test-deps:
+	@missing=""; for t in $(TEST_TOOLS); do command -v $$t >/dev/null 2>&1 || missing="$$missing $$t"; done; \
+	if [ -n "$$missing" ]; then \
+		if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then \
+			echo "installing$$missing for the end-to-end tests"; \
+			apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $$missing >/dev/null; \
+		else \
+			echo "not installed:$$missing (the end-to-end tests that drive them will say so)"; \
+		fi; \
+	fi
 
 test-short:
 	$(GO) test -short -count=1 $(PKGS)
