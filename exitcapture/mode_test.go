@@ -13,6 +13,7 @@ import (
 	"github.com/cilium/ebpf/btf"
 	"github.com/prometheus/client_golang/prometheus/testutil"
 	"github.com/schedstatd/schedstatd/cgroupfs"
+	"github.com/schedstatd/schedstatd/internal/loadmode"
 	"golang.org/x/sys/unix"
 )
 
@@ -30,16 +31,16 @@ func TestSelect(t *testing.T) {
 	triesLoad := btfErr == nil && host
 	for _, tc := range []struct {
 		name    string
-		mode    Mode
+		mode    loadmode.Mode
 		opts    Options
 		wantErr bool
 		wantLog string
 	}{
-		{"auto falls back when loading is denied", Auto, deny, false, "level=WARN msg=\"exit capture unavailable, polling only"},
-		{"auto falls back without cgroup2", Auto, Options{}, false, "no cgroup2 hierarchy"},
-		{"on fails when loading is denied", On, deny, true, ""},
-		{"off loads nothing", Off, deny, false, "exit capture off"},
-		{"unknown mode", Mode("yes"), deny, true, ""},
+		{"auto falls back when loading is denied", loadmode.Auto, deny, false, "level=WARN msg=\"exit capture unavailable, polling only"},
+		{"auto falls back without cgroup2", loadmode.Auto, Options{}, false, "no cgroup2 hierarchy"},
+		{"on fails when loading is denied", loadmode.On, deny, true, ""},
+		{"off loads nothing", loadmode.Off, deny, false, "exit capture off"},
+		{"unknown mode", loadmode.Mode("yes"), deny, true, ""},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			var log bytes.Buffer
@@ -51,7 +52,7 @@ func TestSelect(t *testing.T) {
 			if (err != nil) != tc.wantErr {
 				t.Fatalf("err = %v, want error %v", err, tc.wantErr)
 			}
-			if tc.mode == On && (!errors.Is(err, ErrUnsupported) || triesLoad && !errors.Is(err, os.ErrPermission)) {
+			if tc.mode == loadmode.On && (!errors.Is(err, ErrUnsupported) || triesLoad && !errors.Is(err, os.ErrPermission)) {
 				t.Errorf("err = %v, want ErrUnsupported and a permission error", err)
 			}
 			if !strings.Contains(log.String(), tc.wantLog) || strings.Count(log.String(), "\n") > 1 {
@@ -61,21 +62,10 @@ func TestSelect(t *testing.T) {
 	}
 }
 
-func TestParseMode(t *testing.T) {
-	for _, s := range Modes() {
-		if m, err := ParseMode(s); err != nil || string(m) != s {
-			t.Errorf("ParseMode(%q) = %q, %v", s, m, err)
-		}
-	}
-	if _, err := ParseMode("true"); err == nil {
-		t.Error("ParseMode(true) succeeded")
-	}
-}
-
 // TestCollectorDisabled: after auto fell back, the metrics say capture is
 // off and count nothing.
 func TestCollectorDisabled(t *testing.T) {
-	s, _ := Select(Auto, Options{UnifiedDir: t.TempDir(), Load: denied}, slog.New(slog.DiscardHandler))
+	s, _ := Select(loadmode.Auto, Options{UnifiedDir: t.TempDir(), Load: denied}, slog.New(slog.DiscardHandler))
 	c := NewCollector(s, nil)
 	want := `
 # HELP schedstatd_exit_capture_enabled 1 if exit capture is loaded and exited tasks count up to their exit; 0 if the daemon polls only.

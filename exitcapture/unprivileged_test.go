@@ -12,6 +12,7 @@ import (
 	"testing"
 
 	"github.com/schedstatd/schedstatd/internal/e2e"
+	"github.com/schedstatd/schedstatd/internal/loadmode"
 )
 
 const envProbe = "SCHEDSTATD_EXITCAPTURE_PROBE"
@@ -23,7 +24,7 @@ func probe() {
 	if mode == "" {
 		return
 	}
-	s, err := Select(Mode(mode), Options{UnifiedDir: unifiedRoot}, slog.New(slog.NewTextHandler(os.Stdout, nil)))
+	s, err := Select(loadmode.Mode(mode), Options{UnifiedDir: unifiedRoot}, slog.New(slog.NewTextHandler(os.Stdout, nil)))
 	fmt.Printf("source=%v err=%v\n", s != nil, err)
 	s.Close()
 	os.Exit(0)

@@ -12,21 +12,9 @@ import (
 	"github.com/cilium/ebpf"
 	"github.com/schedstatd/schedstatd/cgroupfs"
 	"github.com/schedstatd/schedstatd/internal/e2e"
+	"github.com/schedstatd/schedstatd/internal/loadmode"
 	"github.com/schedstatd/schedstatd/taskiter"
 )
-
-func TestParseMode(t *testing.T) {
-	for _, s := range taskiter.Modes() {
-		if m, err := taskiter.ParseMode(s); err != nil || string(m) != s {
-			t.Errorf("ParseMode(%q) = %q, %v", s, m, err)
-		}
-	}
-	for _, s := range []string{"", "iter", "ON"} {
-		if _, err := taskiter.ParseMode(s); err == nil {
-			t.Errorf("ParseMode(%q) succeeded", s)
-		}
-	}
-}
 
 // denied is a Load that fails as the kernel does without CAP_BPF, and
 // counts its calls.
@@ -47,14 +35,14 @@ func TestSelectDenied(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, tc := range []struct {
-		mode      taskiter.Mode
+		mode      loadmode.Mode
 		wantErr   bool
 		wantCalls int
 		wantLog   string
 	}{
-		{taskiter.Auto, false, 1, "level=WARN msg=\"task iterator unavailable, falling back to the procfs source\""},
-		{taskiter.On, true, 1, ""},
-		{taskiter.Off, false, 0, "level=INFO msg=\"task iterator off"},
+		{loadmode.Auto, false, 1, "level=WARN msg=\"task iterator unavailable, falling back to the procfs source\""},
+		{loadmode.On, true, 1, ""},
+		{loadmode.Off, false, 0, "level=INFO msg=\"task iterator off"},
 	} {
 		t.Run(string(tc.mode), func(t *testing.T) {
 			var d denied
@@ -87,7 +75,7 @@ func TestSelectAutoLoads(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	s, err := taskiter.Select(taskiter.Auto, taskiter.Options{Hierarchy: h}, slog.New(slog.DiscardHandler))
+	s, err := taskiter.Select(loadmode.Auto, taskiter.Options{Hierarchy: h}, slog.New(slog.DiscardHandler))
 	if err != nil || s == nil {
 		t.Fatalf("Select(auto) = %v, %v; want a source as root", s, err)
 	}

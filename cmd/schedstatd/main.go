@@ -24,7 +24,7 @@ import (
 	"github.com/schedstatd/schedstatd/collector"
 	"github.com/schedstatd/schedstatd/container"
 	"github.com/schedstatd/schedstatd/cri"
-	"github.com/schedstatd/schedstatd/exitcapture"
+	"github.com/schedstatd/schedstatd/internal/loadmode"
 )
 
 // defaultAddress is the default listen address. Port 10271 is outside the
@@ -93,7 +93,7 @@ func parseFlags(app *kingpin.Application) *config {
 	app.Flag("web.read-header-timeout", "How long a client may take to send its request headers before the connection is closed.").Default("10s").DurationVar(&cfg.headerWait)
 	app.Flag("web.shutdown-timeout", "How long to let scrapes in flight finish on SIGTERM or SIGINT.").Default("5s").DurationVar(&cfg.shutdownWait)
 	app.Flag("collect.source", "Where threads are listed and read: iter reads every thread in one BPF task-iterator read per pass (kernel BTF and CAP_BPF with CAP_PERFMON, or root); procfs reads cgroup thread lists and one /proc file per thread; auto uses iter where it loads.").Default("auto").EnumVar(&cfg.collectSource, "auto", "iter", "procfs")
-	app.Flag("exit-capture", "Count each thread's time up to its exit with an eBPF program on sched_switch: auto uses it when kernel BTF and CAP_BPF with CAP_PERFMON (or root) allow, on requires it, off polls only.").Default(string(exitcapture.Auto)).EnumVar(&cfg.exitCapture, exitcapture.Modes()...)
+	app.Flag("exit-capture", "Count each thread's time up to its exit with an eBPF program on sched_switch: auto uses it when kernel BTF and CAP_BPF with CAP_PERFMON (or root) allow, on requires it, off polls only.").Default(string(loadmode.Auto)).EnumVar(&cfg.exitCapture, loadmode.Modes()...)
 	app.Flag("container-runtime-endpoint", "CRI socket of the container runtime, for the container, pod, namespace and image labels: auto takes the first of "+strings.Join(cri.DefaultEndpoints, ", ")+" that exists; none turns the lookup off.").Default(cri.Auto).StringVar(&cfg.runtimeEndpoint)
 	flag.AddFlags(app, &cfg.log)
 	app.Version(version.Print("schedstatd"))

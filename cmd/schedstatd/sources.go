@@ -11,6 +11,7 @@ import (
 	"github.com/schedstatd/schedstatd/container"
 	"github.com/schedstatd/schedstatd/cri"
 	"github.com/schedstatd/schedstatd/exitcapture"
+	"github.com/schedstatd/schedstatd/internal/loadmode"
 	"github.com/schedstatd/schedstatd/taskiter"
 )
 
@@ -54,7 +55,7 @@ func openSources(cfg *config, logger *slog.Logger) (*sources, error) {
 		src.lister, src.tasks = src.iter.Lister(), src.iter.Opener()
 	}
 
-	if src.exits, err = exitcapture.Select(exitcapture.Mode(cfg.exitCapture), exitcapture.Options{UnifiedDir: h.UnifiedDir()}, logger); err != nil {
+	if src.exits, err = exitcapture.Select(loadmode.Mode(cfg.exitCapture), exitcapture.Options{UnifiedDir: h.UnifiedDir()}, logger); err != nil {
 		src.close()
 		return nil, fmt.Errorf("--exit-capture=%s: %w", cfg.exitCapture, err)
 	}
@@ -113,12 +114,12 @@ func (s *sources) close() {
 
 // iterMode maps --collect.source to the iterator's mode: iter requires it,
 // procfs never loads it.
-func iterMode(source string) taskiter.Mode {
+func iterMode(source string) loadmode.Mode {
 	switch source {
 	case "iter":
-		return taskiter.On
+		return loadmode.On
 	case "procfs":
-		return taskiter.Off
+		return loadmode.Off
 	}
-	return taskiter.Auto
+	return loadmode.Auto
 }
