@@ -13,6 +13,7 @@ import (
 	"github.com/schedstatd/schedstatd/collector"
 	"github.com/schedstatd/schedstatd/container"
 	"github.com/schedstatd/schedstatd/internal/synth"
+	"github.com/schedstatd/schedstatd/internal/testrun"
 	"github.com/schedstatd/schedstatd/schedstat"
 )
 
@@ -26,17 +27,8 @@ func BenchmarkMetrics(b *testing.B) {
 	b.Run(fmt.Sprintf("cgroups=%d", cgroups), func(b *testing.B) {
 		tree, k := kubeTree(cgroups)
 		p := collector.NewPoller(container.NewTable(tree, k), time.Hour, slog.New(slog.DiscardHandler))
-		ctx, cancel := context.WithCancel(context.Background())
-		done := make(chan struct{})
-		go func() {
-			p.Run(ctx)
-			close(done)
-		}()
-		b.Cleanup(func() {
-			cancel()
-			<-done
-		})
-		s, err := p.Fresh(ctx)
+		testrun.Background(b, p.Run)
+		s, err := p.Fresh(context.Background())
 		if err != nil {
 			b.Fatal(err)
 		}

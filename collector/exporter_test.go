@@ -2,7 +2,6 @@ package collector
 
 import (
 	"bytes"
-	"context"
 	"flag"
 	"os"
 	"path/filepath"
@@ -16,6 +15,7 @@ import (
 	"github.com/schedstatd/schedstatd/cgroupfs"
 	"github.com/schedstatd/schedstatd/container"
 	"github.com/schedstatd/schedstatd/internal/synth"
+	"github.com/schedstatd/schedstatd/internal/testrun"
 )
 
 var update = flag.Bool("update", false, "rewrite golden files")
@@ -61,16 +61,7 @@ func fixtureExporter(t *testing.T) (*Exporter, *prometheus.Registry) {
 	tree.Cgroups[4].UsageNanoseconds, tree.Cgroups[4].HasUsage = 4_600_000_000, true
 
 	p := NewPoller(container.NewTable(tree, container.ProcOpener{Root: fixtures + "/proc"}), time.Hour, quietLogger())
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan struct{})
-	go func() {
-		p.Run(ctx)
-		close(done)
-	}()
-	t.Cleanup(func() {
-		cancel()
-		<-done
-	})
+	testrun.Background(t, p.Run)
 	for p.Last().Counters.Passes == 0 {
 		time.Sleep(time.Millisecond)
 	}

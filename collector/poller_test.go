@@ -13,6 +13,7 @@ import (
 	"github.com/schedstatd/schedstatd/cgroupfs"
 	"github.com/schedstatd/schedstatd/container"
 	"github.com/schedstatd/schedstatd/internal/synth"
+	"github.com/schedstatd/schedstatd/internal/testrun"
 	"github.com/schedstatd/schedstatd/schedstat"
 )
 
@@ -51,16 +52,7 @@ func startPoller(t *testing.T, lister cgroupfs.Lister, interval time.Duration) *
 	k := synth.NewKernel()
 	k.Spawn(1)
 	p := NewPoller(container.NewTable(lister, k), interval, quietLogger())
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan struct{})
-	go func() {
-		p.Run(ctx)
-		close(done)
-	}()
-	t.Cleanup(func() {
-		cancel()
-		<-done
-	})
+	testrun.Background(t, p.Run)
 	return p
 }
 
@@ -159,20 +151,14 @@ func TestStopClosesEveryHandle(t *testing.T) {
 		tree.Cgroups[1].TIDs = append(tree.Cgroups[1].TIDs, tid)
 	}
 	p := NewPoller(container.NewTable(tree, k), time.Hour, quietLogger())
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan struct{})
-	go func() {
-		p.Run(ctx)
-		close(done)
-	}()
+	stop := testrun.Background(t, p.Run)
 	if _, err := p.Fresh(context.Background()); err != nil {
 		t.Fatal(err)
 	}
 	if k.Handles != 50 {
 		t.Fatalf("%d handles open while running, want 50", k.Handles)
 	}
-	cancel()
-	<-done
+	stop()
 	if k.Handles != 0 {
 		t.Errorf("%d handles still open after the poller stopped", k.Handles)
 	}
@@ -197,16 +183,7 @@ func TestBeforePassFeedsTheTable(t *testing.T) {
 			tb.Exit(container.Exit{TID: 9, StartTime: 1, Final: schedstat.Stat{RunNanoseconds: 5}, Cgroup: "/a"})
 		}
 	})
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan struct{})
-	go func() {
-		p.Run(ctx)
-		close(done)
-	}()
-	defer func() {
-		cancel()
-		<-done
-	}()
+	testrun.Background(t, p.Run)
 	s, err := p.Fresh(context.Background())
 	if err != nil {
 		t.Fatal(err)

@@ -17,6 +17,7 @@ import (
 	"github.com/schedstatd/schedstatd/collector"
 	"github.com/schedstatd/schedstatd/container"
 	"github.com/schedstatd/schedstatd/internal/synth"
+	"github.com/schedstatd/schedstatd/internal/testrun"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 )
 
@@ -103,16 +104,7 @@ func newHarness(t *testing.T, cfg Config) *harness {
 
 	// A background pass never comes: passes run when a scrape asks.
 	p := collector.NewPoller(container.NewTable(n, k), time.Hour, quiet)
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan struct{})
-	go func() {
-		p.Run(ctx)
-		close(done)
-	}()
-	t.Cleanup(func() {
-		cancel()
-		<-done
-	})
+	testrun.Background(t, p.Run)
 	reg := prometheus.NewPedanticRegistry()
 	reg.MustRegister(collector.NewExporter(p, collector.WithLabeler(client)), client)
 	return &harness{t: t, node: n, poller: p, client: client, reg: reg, logs: logs}

@@ -19,6 +19,7 @@ import (
 	"github.com/schedstatd/schedstatd/container"
 	"github.com/schedstatd/schedstatd/cri"
 	"github.com/schedstatd/schedstatd/internal/synth"
+	"github.com/schedstatd/schedstatd/internal/testrun"
 )
 
 // dashboard is the part of a Grafana dashboard the tests read.
@@ -181,17 +182,8 @@ func registryNames(t *testing.T) map[string]bool {
 	tree.Set("/kubepods.slice", 1)
 	logger := slog.New(slog.DiscardHandler)
 	p := collector.NewPoller(container.NewTable(tree, k), time.Hour, logger)
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan struct{})
-	go func() {
-		p.Run(ctx)
-		close(done)
-	}()
-	defer func() {
-		cancel()
-		<-done
-	}()
-	if _, err := p.Fresh(ctx); err != nil {
+	testrun.Background(t, p.Run)
+	if _, err := p.Fresh(context.Background()); err != nil {
 		t.Fatal(err)
 	}
 	rt, err := cri.New(cri.Config{Endpoint: "unix:///nonexistent/cri.sock", Logger: logger})

@@ -16,6 +16,7 @@ import (
 	"github.com/schedstatd/schedstatd/collector"
 	"github.com/schedstatd/schedstatd/container"
 	"github.com/schedstatd/schedstatd/internal/synth"
+	"github.com/schedstatd/schedstatd/internal/testrun"
 )
 
 // flakyTree is a synthetic tree whose listing can be made to fail.
@@ -36,16 +37,7 @@ func TestHealthzFollowsPasses(t *testing.T) {
 	tree := &flakyTree{Tree: synth.NewTree("/")}
 	logger := slog.New(slog.NewTextHandler(io.Discard, nil))
 	poller := collector.NewPoller(container.NewTable(tree, synth.NewKernel()), interval, logger)
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan struct{})
-	go func() {
-		poller.Run(ctx)
-		close(done)
-	}()
-	defer func() {
-		cancel()
-		<-done
-	}()
+	testrun.Background(t, poller.Run)
 	srv := httptest.NewServer(newMux(&config{metricsPath: "/metrics", maxRequests: 2}, poller, logger, nil))
 	defer srv.Close()
 
