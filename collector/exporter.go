@@ -29,7 +29,7 @@ var (
 	failedDesc = prometheus.NewDesc(namespace+"_collection_errors_total",
 		"Accounting passes that failed to list the cgroup hierarchy; totals stay as they were.", nil, nil)
 	trackedDesc = prometheus.NewDesc(namespace+"_tasks_tracked",
-		"Tasks the table tracks, each with one open file descriptor.", nil, nil)
+		"Tasks the table tracks; with the procfs source each holds one open file descriptor, with the task iterator none.", nil, nil)
 	exitsDesc = prometheus.NewDesc(namespace+"_task_exits_total",
 		"Tracked tasks found exited and retired with what was counted for them.", nil, nil)
 	reusesDesc = prometheus.NewDesc(namespace+"_task_reuses_total",
