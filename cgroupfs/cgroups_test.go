@@ -1,25 +1,18 @@
 package cgroupfs
 
 import (
-	"errors"
-	"fmt"
 	"os"
 	"path/filepath"
-	"slices"
 	"strings"
-	"sync/atomic"
 	"testing"
 
-	"github.com/opencontainers/cgroups"
 	"github.com/schedstatd/schedstatd/internal/e2e"
+	"github.com/schedstatd/schedstatd/internal/testcg"
 	"golang.org/x/sys/unix"
 )
 
 // sysCgroup is the machine's cgroup root, where the tests make real cgroups.
-const sysCgroup = "/sys/fs/cgroup"
-
-// testCgroupSeq numbers the test cgroups of this process.
-var testCgroupSeq atomic.Int64
+const sysCgroup = testcg.Root
 
 // realHierarchy returns the directory of the hierarchy name ("cpuacct",
 // "cpu", Unified) on this machine, after checking it is mounted and that
@@ -48,56 +41,40 @@ func isFS(path string, magic int64) bool {
 	return unix.Statfs(path, &st) == nil && st.Type == magic
 }
 
-// makeCgroups makes a test cgroup with a unique name in the hierarchy at
+// makeCgroups makes a test cgroup with testcg.Make in the hierarchy at
 // hdir, and the cgroups rels below it ("a", "a/b"), and returns its name.
-// t's cleanup moves any process left in them to the hierarchy root and
-// removes them, deepest first, even when the test fails.
+// testcg removes them when t ends, pass or fail, moving any process left
+// in them to the hierarchy root first.
 func makeCgroups(t testing.TB, hdir string, rels ...string) string {
 	t.Helper()
-	return makeCgroupsNamed(t, hdir, fmt.Sprintf("schedstatd-test-%d-%d", os.Getpid(), testCgroupSeq.Add(1)), rels...)
+	hierarchy, err := filepath.Rel(testcg.Root, hdir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	top := testcg.Make(t, hierarchy)
+	mkdirs(t, top, rels)
+	return filepath.Base(top)
 }
 
-// makeCgroupsNamed is makeCgroups with the test cgroup's name given, to
-// make the same tree in a second hierarchy.
-func makeCgroupsNamed(t testing.TB, hdir, name string, rels ...string) string {
+// makeTwin makes the test cgroup name, which makeCgroups made in another
+// hierarchy, and the cgroups rels below it in the hierarchy at hdir too,
+// so that the tree has the same paths in both (cpu and its cpuacct twin
+// on v1). testcg.Remove removes them when t ends, as makeCgroups' own.
+func makeTwin(t testing.TB, hdir, name string, rels ...string) {
 	t.Helper()
 	top := filepath.Join(hdir, name)
-	t.Cleanup(func() { removeCgroups(t, hdir, top) })
-	for _, rel := range append([]string{""}, rels...) {
-		if err := os.Mkdir(filepath.Join(top, rel), 0o755); err != nil {
+	t.Cleanup(func() { testcg.Remove(t, hdir, top) })
+	mkdirs(t, top, append([]string{""}, rels...))
+}
+
+// mkdirs makes the directories rels below dir in their order, which
+// names parents before their children.
+func mkdirs(t testing.TB, dir string, rels []string) {
+	t.Helper()
+	for _, rel := range rels {
+		if err := os.Mkdir(filepath.Join(dir, rel), 0o755); err != nil {
 			t.Fatal(err)
 		}
-	}
-	return name
-}
-
-// removeCgroups moves the processes in top and below to hdir and removes
-// the cgroups, deepest first.
-func removeCgroups(t testing.TB, hdir, top string) {
-	var dirs []string
-	_ = filepath.WalkDir(top, func(path string, d os.DirEntry, err error) error {
-		if err == nil && d.IsDir() {
-			dirs = append(dirs, path)
-		}
-		return nil
-	})
-	slices.SortFunc(dirs, func(a, b string) int { return strings.Count(b, "/") - strings.Count(a, "/") })
-	for _, dir := range dirs {
-		pids, _ := cgroups.GetPids(dir)
-		for _, pid := range pids {
-			_ = cgroups.WriteCgroupProc(hdir, pid)
-		}
-	}
-	if err := cgroups.RemovePath(top); err != nil && !errors.Is(err, os.ErrNotExist) {
-		t.Errorf("removing test cgroups: %v", err)
-	}
-}
-
-// moveTo moves every thread of process pid into the cgroup dir.
-func moveTo(t *testing.T, dir string, pid int) {
-	t.Helper()
-	if err := cgroups.WriteCgroupProc(dir, pid); err != nil {
-		t.Fatal(err)
 	}
 }
 

@@ -3,6 +3,7 @@ package cgroupfs
 import (
 	"errors"
 	"io/fs"
+	"os"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -10,6 +11,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/schedstatd/schedstatd/internal/e2e"
+	"github.com/schedstatd/schedstatd/internal/testproc"
 )
 
 // opened is what a Hierarchy reports about itself.
@@ -107,11 +109,11 @@ func TestListRealRoot(t *testing.T) {
 		t.Fatal(err)
 	}
 	var l Listing
-	before := procTIDs(t, int(pid()))
+	before := testproc.Threads(t, os.Getpid())
 	if err := h.List(&l); err != nil {
 		t.Fatal(err)
 	}
-	after := procTIDs(t, int(pid()))
+	after := testproc.Threads(t, os.Getpid())
 	if len(l.Cgroups) == 0 || l.Cgroups[0].Path != "/" || l.Cgroups[0].Parent != -1 || !l.Cgroups[0].HasUsage {
 		t.Fatalf("root entry %+v", l.Cgroups[:min(1, len(l.Cgroups))])
 	}

@@ -1,17 +1,25 @@
 package cgroupfs
 
 import (
+	"fmt"
 	"math"
+	"os"
 	"path/filepath"
+	"strconv"
+	"strings"
 	"testing"
 	"time"
+
+	"github.com/schedstatd/schedstatd/internal/testcg"
+	"github.com/schedstatd/schedstatd/internal/testproc"
 )
 
 // TestUsageMatchesSchedstat checks the oracle: a cgroup's own CPU counter
 // equals the sum of its threads' run time from /proc/<tid>/schedstat. The
-// helper's threads are all in the cgroup's subtree from before they spin
-// until they stop, so the counters of the cgroup and its ancestors in the
-// test tree must show their run time since the move, within 0.1%.
+// helper's threads are moved into the cgroup's subtree while stopped and
+// spin there until stopped again, so the counters of the cgroup and its
+// ancestors in the test tree must show their run time since the move,
+// within 0.1%.
 func TestUsageMatchesSchedstat(t *testing.T) {
 	for _, rc := range realCases {
 		t.Run(rc.name, func(t *testing.T) {
@@ -19,25 +27,24 @@ func TestUsageMatchesSchedstat(t *testing.T) {
 			cdir := realHierarchy(t, rc.counter)
 			top := makeCgroups(t, hdir, "x", "x/y")
 			if cdir != hdir {
-				makeCgroupsNamed(t, cdir, top, "x", "x/y")
+				makeTwin(t, cdir, top, "x", "x/y")
 			}
-			h := startHelper(t, 4)
+			h := testproc.Start(t, 4, nil)
 			// What the threads ran before the move (the runtime
-			// starting) is not the cgroup's: it is read, and the move
-			// made, while they are stopped.
+			// starting, the workers' first spins) is not the cgroup's:
+			// it is read, and the move made, while they are stopped.
 			h.Stop(t)
 			before := make(map[int32]uint64)
-			for _, tid := range h.TIDs(t) {
+			for _, tid := range h.Threads(t) {
 				before[tid] = runNanoseconds(t, tid)
 			}
-			moveTo(t, filepath.Join(hdir, top, "x/y"), h.Pid)
+			testcg.Move(t, filepath.Join(hdir, top, "x/y"), h.PID)
 			if cdir != hdir {
-				moveTo(t, filepath.Join(cdir, top, "x/y"), h.Pid)
+				testcg.Move(t, filepath.Join(cdir, top, "x/y"), h.PID)
 			}
 			h.Cont(t)
-			h.Go(t)
 			ran := func() (sum uint64) {
-				for _, tid := range h.TIDs(t) {
+				for _, tid := range h.Threads(t) {
 					sum += runNanoseconds(t, tid) - before[tid]
 				}
 				return sum
@@ -73,4 +80,20 @@ func TestUsageMatchesSchedstat(t *testing.T) {
 			}
 		})
 	}
+}
+
+// runNanoseconds returns the first field of /proc/<tid>/schedstat, the
+// thread's time on a CPU in nanoseconds.
+func runNanoseconds(t *testing.T, tid int32) uint64 {
+	t.Helper()
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/schedstat", tid))
+	if err != nil {
+		t.Fatal(err)
+	}
+	f := strings.Fields(string(b))
+	n, err := strconv.ParseUint(f[0], 10, 64)
+	if err != nil || len(f) != 3 {
+		t.Fatalf("/proc/%d/schedstat: %q", tid, b)
+	}
+	return n
 }

@@ -2,6 +2,7 @@ package cgroupfs
 
 import (
 	"errors"
+	"fmt"
 	"io/fs"
 	"os"
 	"os/exec"
@@ -13,8 +14,16 @@ import (
 	"github.com/schedstatd/schedstatd/internal/e2e"
 )
 
-// pid returns this process's id.
-func pid() int32 { return int32(os.Getpid()) }
+// pidnsHelperEnv, when set, makes the test binary print what
+// InitialPIDNamespace says from inside it and exit (see TestMain), so a
+// test can ask from a new PID namespace.
+const pidnsHelperEnv = "SCHEDSTATD_CGROUPFS_TEST_PIDNS"
+
+// pidnsHelper prints InitialPIDNamespace's answer for /proc.
+func pidnsHelper() {
+	ok, err := InitialPIDNamespace("/proc")
+	fmt.Println(ok, err)
+}
 
 func TestInitialPIDNamespace(t *testing.T) {
 	link, err := os.Readlink("/proc/self/ns/pid")
@@ -54,7 +63,7 @@ func TestInitialPIDNamespaceInChild(t *testing.T) {
 		t.Skip("this test already runs outside the initial PID namespace")
 	}
 	cmd := exec.Command(os.Args[0], "-test.run=^$")
-	cmd.Env = append(os.Environ(), helperEnv+"=pidns")
+	cmd.Env = append(os.Environ(), pidnsHelperEnv+"=1")
 	cmd.SysProcAttr = &syscall.SysProcAttr{Cloneflags: syscall.CLONE_NEWPID}
 	out, err := cmd.Output()
 	if err != nil {

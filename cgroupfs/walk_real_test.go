@@ -8,6 +8,8 @@ import (
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/schedstatd/schedstatd/internal/testcg"
+	"github.com/schedstatd/schedstatd/internal/testproc"
 )
 
 // realCase is a hierarchy the real tests run in: Open's name for it, and
@@ -37,15 +39,13 @@ func TestListRealNested(t *testing.T) {
 			rels := []string{"a", "a/b", "a/b/c", "d"}
 			top := makeCgroups(t, hdir, rels...)
 			if cdir != hdir {
-				if twin := makeCgroupsNamed(t, cdir, top, rels...); twin != top {
-					t.Fatal(twin)
-				}
+				makeTwin(t, cdir, top, rels...)
 			}
-			helpers := map[string]*helper{"/a": startHelper(t, 3), "/a/b/c": startHelper(t, 5), "/d": startHelper(t, 1)}
+			helpers := map[string]*testproc.Proc{"/a": testproc.Start(t, 3, nil), "/a/b/c": testproc.Start(t, 5, nil), "/d": testproc.Start(t, 1, nil)}
 			for rel, h := range helpers {
-				moveTo(t, filepath.Join(hdir, top, rel), h.Pid)
+				testcg.Move(t, filepath.Join(hdir, top, rel), h.PID)
 				if cdir != hdir {
-					moveTo(t, filepath.Join(cdir, top, rel), h.Pid)
+					testcg.Move(t, filepath.Join(cdir, top, rel), h.PID)
 				}
 			}
 			want := map[string]got{
@@ -58,7 +58,7 @@ func TestListRealNested(t *testing.T) {
 			for rel, h := range helpers {
 				h.Stop(t)
 				w := want[rel]
-				w.TIDs = h.TIDs(t)
+				w.TIDs = slices.Sorted(slices.Values(h.Threads(t)))
 				want[rel] = w
 			}
 

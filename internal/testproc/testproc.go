@@ -205,7 +205,14 @@ func (p *Proc) Stop(t testing.TB) {
 // Threads returns the ids of all the process's threads now.
 func (p *Proc) Threads(t testing.TB) []int32 {
 	t.Helper()
-	ents, err := os.ReadDir(fmt.Sprintf("/proc/%d/task", p.PID))
+	return Threads(t, p.PID)
+}
+
+// Threads returns the ids of all the threads of any process pid now, the
+// test's own for one, from /proc/<pid>/task, in no numeric order.
+func Threads(t testing.TB, pid int) []int32 {
+	t.Helper()
+	ents, err := os.ReadDir(fmt.Sprintf("/proc/%d/task", pid))
 	if err != nil {
 		t.Fatal(err)
 	}
