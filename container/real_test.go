@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"math"
 	"os"
-	"os/exec"
 	"strconv"
 	"strings"
 	"syscall"
@@ -131,17 +130,7 @@ func TestRealThreadExitKeepsTotals(t *testing.T) {
 func TestRealZombieFinalValuesCount(t *testing.T) {
 	forEachSource(t, "cpuacct", func(t *testing.T, src taskSource) {
 		cg := testcg.Make(t, "cpuacct")
-		cmd := exec.Command("/bin/sh", "-c", "while :; do :; done")
-		if err := cmd.Start(); err != nil {
-			t.Fatal(err)
-		}
-		reaped := false
-		t.Cleanup(func() {
-			if !reaped {
-				cmd.Process.Kill()
-				cmd.Wait()
-			}
-		})
+		cmd := testproc.Spin(t)
 		pid := cmd.Process.Pid
 		testcg.Move(t, cg, pid)
 		table := container.NewTable(src.wrap(&dirLister{t: t, dirs: []string{cg}}), src.opener)
@@ -166,7 +155,6 @@ func TestRealZombieFinalValuesCount(t *testing.T) {
 			t.Errorf("with a zombie: %+v, want its final counters %+v", got, final)
 		}
 		cmd.Wait()
-		reaped = true
 		if err := table.Pass(); err != nil {
 			t.Fatal(err)
 		}

@@ -43,7 +43,7 @@ func TestRealPIDReuse(t *testing.T) {
 	}
 
 	forEachSource(t, "cpuacct", func(t *testing.T, src taskSource) {
-		old := spinner(t)
+		old := testproc.Spin(t)
 		id := int32(old.Process.Pid)
 		tree := synth.NewTree("/", "/a")
 		tree.Set("/a", id)
@@ -69,7 +69,7 @@ func TestRealPIDReuse(t *testing.T) {
 			if err := os.WriteFile("/proc/sys/kernel/ns_last_pid", []byte(strconv.Itoa(int(id-1))), 0); err != nil {
 				t.Fatal(err)
 			}
-			c := spinner(t)
+			c := testproc.Spin(t)
 			if c.Process.Pid == int(id) {
 				young = c
 			} else {
@@ -97,18 +97,4 @@ func TestRealPIDReuse(t *testing.T) {
 		}
 
 	})
-}
-
-// spinner starts a single-threaded process that spins until killed.
-func spinner(t *testing.T) *exec.Cmd {
-	t.Helper()
-	c := exec.Command("/bin/sh", "-c", "while :; do :; done")
-	if err := c.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		c.Process.Kill()
-		c.Wait()
-	})
-	return c
 }

@@ -1,7 +1,7 @@
 package taskiter_test
 
 import (
-	"os/exec"
+	"github.com/schedstatd/schedstatd/internal/testproc"
 	"testing"
 
 	"github.com/schedstatd/schedstatd/schedstat"
@@ -15,7 +15,7 @@ import (
 // handle keeps failing after later reads.
 func TestHandleGoneReal(t *testing.T) {
 	_, s := open(t, "")
-	c := spinner(t)
+	c := testproc.Spin(t)
 	if err := s.Read(); err != nil {
 		t.Fatal(err)
 	}
@@ -39,18 +39,4 @@ func TestHandleGoneReal(t *testing.T) {
 	if _, err := s.Opener().Open(int32(c.Process.Pid)); !schedstat.IsGone(err) {
 		t.Errorf("open of a reaped task: err %v, want one IsGone reports", err)
 	}
-}
-
-// spinner starts a single-threaded process that spins until killed.
-func spinner(t *testing.T) *exec.Cmd {
-	t.Helper()
-	c := exec.Command("/bin/sh", "-c", "while :; do :; done")
-	if err := c.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		c.Process.Kill()
-		c.Wait()
-	})
-	return c
 }

@@ -252,3 +252,20 @@ func State(pid int, tid int32) byte {
 	}
 	return b[i+2]
 }
+
+// Spin starts a single-threaded process, a shell loop, that spins until
+// killed. Unless the test reaps it first, it is killed and reaped when t
+// ends; os.Process never signals a process it has reaped, so a reused id
+// is safe.
+func Spin(t testing.TB) *exec.Cmd {
+	t.Helper()
+	c := exec.Command("/bin/sh", "-c", "while :; do :; done")
+	if err := c.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		c.Process.Kill()
+		c.Wait()
+	})
+	return c
+}
