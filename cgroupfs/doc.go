@@ -16,7 +16,8 @@
 //
 // Each pass reads, for every cgroup:
 //
-//   - its threads: cgroup.threads on v2, tasks on v1. Not cgroup.procs,
+//   - its threads (List; ListTree leaves them out, for a task source that
+//     knows each thread's cgroup already): cgroup.threads on v2, tasks on v1. Not cgroup.procs,
 //     which lists process ids only, and loses the threads of a process
 //     whose leader has exited;
 //   - its CPU counter, descendants included: usage_usec of cpu.stat on v2
@@ -24,7 +25,8 @@
 //     cpuacct.usage in nanoseconds on v1; when the walked v1 hierarchy is
 //     not cpuacct, the counter of the cgroup at the same path in the
 //     cpuacct hierarchy, if there is one;
-//   - its inode number and link count (statx(2)): on a cgroup filesystem a
+//   - its inode number and link count (statx(2)): the inode number is the
+//     cgroup's ID, the id BPF programs see; on a cgroup filesystem a
 //     directory's count is 2 plus its subdirectories, so a cgroup with a
 //     count of 2 has no children;
 //   - the entries of its directory (getdents64(2)), only when it has

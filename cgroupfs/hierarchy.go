@@ -120,4 +120,10 @@ func (h *Hierarchy) UsageFile() string {
 // below the root leave the cgroup in l with what could be read and its Err
 // set, and are counted in l.Errors. An error reading the root is returned,
 // and l is then empty. A steady-state pass allocates nothing.
-func (h *Hierarchy) List(l *Listing) error { return h.w.list(l) }
+func (h *Hierarchy) List(l *Listing) error { return h.w.list(l, false) }
+
+// ListTree is List without the thread lists: every cgroup with its ID and
+// CPU counter, and no TIDs. It is for task sources that learn each
+// thread's cgroup another way, such as the BPF task iterator, and costs
+// one read per cgroup less.
+func (h *Hierarchy) ListTree(l *Listing) error { return h.w.list(l, true) }

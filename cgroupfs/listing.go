@@ -10,6 +10,11 @@ type Cgroup struct {
 	// Parent is the index of the parent cgroup in Listing.Cgroups, or -1
 	// for the root. A parent always comes before its children.
 	Parent int
+	// ID is the inode number of the cgroup's directory, 0 if it could not
+	// be read. On cgroup2 it is the cgroup id that the kernel's BPF
+	// helpers and the task iterator report; on v1 it identifies the
+	// cgroup within its hierarchy the same way.
+	ID uint64
 	// TIDs are the thread ids listed in the cgroup's own cgroup.threads
 	// (v2) or tasks (v1) file.
 	TIDs []int32

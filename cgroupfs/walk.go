@@ -23,14 +23,17 @@ type walker struct {
 	// kernfs is set when dir is a cgroup filesystem, where a directory's
 	// link count is 2 plus its subdirectories: a cgroup with a count of 2
 	// has no children and is not opened to be listed.
-	kernfs   bool
-	root     *node
-	pass     uint64
-	buf      []byte  // file contents
-	dents    []byte  // getdents64 records
-	stack    []*node // children still to visit, for all open levels
-	stx      unix.Statx_t
-	testHook func(at hookPoint, rel string)
+	kernfs bool
+	// noThreads leaves thread lists unread, for sources that learn each
+	// thread's cgroup another way.
+	noThreads bool
+	root      *node
+	pass      uint64
+	buf       []byte  // file contents
+	dents     []byte  // getdents64 records
+	stack     []*node // children still to visit, for all open levels
+	stx       unix.Statx_t
+	testHook  func(at hookPoint, rel string)
 }
 
 // hookPoint names a moment of the walk at which tests change the tree.
@@ -42,9 +45,11 @@ const (
 	hookKidsListed                  // its children are listed, none opened
 )
 
-// list fills l with one pass over the hierarchy.
-func (w *walker) list(l *Listing) error {
+// list fills l with one pass over the hierarchy, with each cgroup's
+// threads unless noThreads.
+func (w *walker) list(l *Listing, noThreads bool) error {
 	l.Reset()
+	w.noThreads = noThreads
 	w.pass++
 	if w.root == nil {
 		w.root = w.newRoot()
@@ -77,7 +82,7 @@ func (w *walker) visit(l *Listing, parentfd int, n *node, parent int) error {
 		return nil
 	}
 	idx := len(l.Cgroups)
-	l.Add(n.rel, parent)
+	l.Add(n.rel, parent).ID = ino
 	w.fire(hookBeforeRead, n.rel)
 	err = w.readOwn(parentfd, n, &l.Cgroups[idx])
 	start := len(w.stack)
@@ -115,11 +120,14 @@ func (w *walker) visit(l *Listing, parentfd int, n *node, parent int) error {
 	return nil
 }
 
-// readOwn reads the cgroup's own threads and counter into c, opening
-// them relative to parentfd. A failure leaves that part empty: no threads
-// after a bad threads file, HasUsage false after a bad counter. It
-// returns the first error.
+// readOwn reads the cgroup's own threads (unless w.noThreads) and counter
+// into c, opening them relative to parentfd. A failure leaves that part
+// empty: no threads after a bad threads file, HasUsage false after a bad
+// counter. It returns the first error.
 func (w *walker) readOwn(parentfd int, n *node, c *Cgroup) error {
+	if w.noThreads {
+		return w.readUsage(parentfd, n, c)
+	}
 	err := w.read(parentfd, n.threads, n.rel)
 	if err == nil {
 		c.TIDs, err = ParseTIDs(w.buf, c.TIDs[:0])

@@ -118,12 +118,17 @@ func TestListSteadyStateAllocs(t *testing.T) {
 	if err := h.List(&l); err != nil {
 		t.Fatal(err)
 	}
-	allocs := testing.AllocsPerRun(20, func() {
-		if err := h.List(&l); err != nil {
-			t.Fatal(err)
+	for _, list := range []struct {
+		name string
+		f    func(*Listing) error
+	}{{"List", h.List}, {"ListTree", h.ListTree}} {
+		allocs := testing.AllocsPerRun(20, func() {
+			if err := list.f(&l); err != nil {
+				t.Fatal(err)
+			}
+		})
+		if allocs != 0 {
+			t.Errorf("steady-state %s of %d cgroups: %v allocations, want 0", list.name, len(l.Cgroups), allocs)
 		}
-	})
-	if allocs != 0 {
-		t.Errorf("steady-state List of %d cgroups: %v allocations, want 0", len(l.Cgroups), allocs)
 	}
 }

@@ -10,6 +10,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 	"github.com/schedstatd/schedstatd/internal/testcg"
 	"github.com/schedstatd/schedstatd/internal/testproc"
+	"golang.org/x/sys/unix"
 )
 
 // realCase is a hierarchy the real tests run in: Open's name for it, and
@@ -82,6 +83,66 @@ func TestListRealNested(t *testing.T) {
 				}
 				if diff := cmp.Diff(want, gotRows, cmpEmptyNil, cmpErrors); diff != "" {
 					t.Errorf("pass %d: test cgroups (-want +got):\n%s", pass, diff)
+				}
+			}
+		})
+	}
+}
+
+// TestListTreeReal: ListTree lists the same cgroups as List, each with the
+// inode number of its directory as ID and its counter, and no threads,
+// though threads are there to list.
+func TestListTreeReal(t *testing.T) {
+	for _, rc := range realCases {
+		t.Run(rc.name, func(t *testing.T) {
+			hdir := realHierarchy(t, rc.name)
+			cdir := realHierarchy(t, rc.counter)
+			rels := []string{"a", "a/b"}
+			top := makeCgroups(t, hdir, rels...)
+			if cdir != hdir {
+				makeTwin(t, cdir, top, rels...)
+			}
+			p := testproc.Start(t, 2, nil)
+			testcg.Move(t, filepath.Join(hdir, top, "a/b"), p.PID)
+			h, err := Open(sysCgroup, rc.name)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var full, tree Listing
+			if err := h.List(&full); err != nil {
+				t.Fatal(err)
+			}
+			if err := h.ListTree(&tree); err != nil {
+				t.Fatal(err)
+			}
+			if n := len(subtree(&full, top)["/a/b"].TIDs); n < 3 {
+				t.Fatalf("List found %d threads in /a/b, want the helper's 3 or more", n)
+			}
+			// Only the test's own cgroups: other tests make and remove
+			// theirs in the same hierarchy meanwhile.
+			paths := func(l *Listing) []string {
+				var ps []string
+				for rel := range subtree(l, top) {
+					ps = append(ps, rel)
+				}
+				return ps
+			}
+			if diff := cmp.Diff(paths(&full), paths(&tree), cmpSorted); diff != "" {
+				t.Errorf("ListTree lists other cgroups than List (-List +ListTree):\n%s", diff)
+			}
+			for rel, c := range subtree(&tree, top) {
+				var st unix.Stat_t
+				if err := unix.Stat(filepath.Join(hdir, top, rel), &st); err != nil {
+					t.Fatal(err)
+				}
+				if c.ID != st.Ino {
+					t.Errorf("%q: ID %d, want the directory's inode %d", rel, c.ID, st.Ino)
+				}
+				if len(c.TIDs) != 0 || !c.HasUsage || c.Err != nil {
+					t.Errorf("%q: %d threads, usage read %v, err %v; want none, true, nil", rel, len(c.TIDs), c.HasUsage, c.Err)
+				}
+				if id := subtree(&full, top)[rel].ID; id != c.ID {
+					t.Errorf("%q: List gives ID %d, ListTree %d", rel, id, c.ID)
 				}
 			}
 		})
