@@ -17,13 +17,15 @@
 //   - Every task, through one read of the iterator per pass: 48 bytes a
 //     task, read into a buffer reused from pass to pass.
 //   - The walked hierarchy's directories and each cgroup's own CPU counter
-//     (cpuacct.usage or cpu.stat), as the procfs source's walk does, but no
-//     thread list (tasks, cgroup.threads). The program names a task's
+//     (cpuacct.usage or cpu.stat), through the procfs source's own walk
+//     (cgroupfs.Hierarchy.ListTree), but no thread list (tasks,
+//     cgroup.threads). The program names a task's
 //     cgroup by the kernfs id of its cgroup in the walked hierarchy itself
 //     (dfl_cgrp on v2; the walked controller's css on v1, so a hybrid
 //     node's v1 cpuacct hierarchy needs no mapping through the unified
 //     one), and a kernfs id is the inode number of the cgroup's directory:
-//     the walk maps ids to paths by the inode numbers it sees.
+//     the walk gives each cgroup's (cgroupfs.Cgroup.ID), which maps ids
+//     to paths.
 //
 // The rules it keeps:
 //
