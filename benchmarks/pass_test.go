@@ -4,7 +4,9 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
+	"strings"
 	"testing"
 
 	"github.com/schedstatd/schedstatd/cgroupfs"
@@ -13,6 +15,7 @@ import (
 	"github.com/schedstatd/schedstatd/internal/e2e"
 	"github.com/schedstatd/schedstatd/internal/sleepers"
 	"github.com/schedstatd/schedstatd/internal/testcg"
+	"github.com/schedstatd/schedstatd/taskiter"
 	"golang.org/x/sys/unix"
 )
 
@@ -23,7 +26,9 @@ const containersPerPod = 4
 // BenchmarkPass runs whole passes over a real cgroup v1 (cpuacct) tree of
 // pods and containers holding the sleeping threads of one helper process,
 // walked by cgroupfs from the tree's top: schedstatd's table (walk, one
-// pread per task on a kept fd, accounting, rollup), the floor of one bare
+// pread per task on a kept fd, accounting, rollup), the same table fed by
+// the BPF task iterator (one read of every task on the node, a walk of the
+// whole hierarchy mapping cgroup ids to paths, accounting, rollup), the floor of one bare
 // pread per listed task on fds kept open (no walk, no parsing, no
 // accounting), the walk alone (each cgroup's tasks file and counter), and
 // a pass that walks the same way but reads every task with os.ReadFile
@@ -87,6 +92,44 @@ func BenchmarkPass(b *testing.B) {
 			tasks := table.Snapshot().Cgroups[0].Tasks
 			if tasks < threads {
 				b.Fatalf("a pass read %d tasks of %d threads", tasks, threads)
+			}
+			for _, m := range modes {
+				b.Run(m.Name, func(b *testing.B) {
+					measure(b, m, tasks, func() {
+						if err := table.Pass(); err != nil {
+							b.Fatal(err)
+						}
+					})
+					b.ReportMetric(float64(table.Len()), "live-entries")
+				})
+			}
+		})
+		b.Run("iter", func(b *testing.B) {
+			// The iterator reads every task on the node and resolves cgroups
+			// by id in a whole hierarchy, so it walks all of cpuacct, not
+			// the tree alone; per-task figures are per task it read.
+			h, err := cgroupfs.Open(testcg.Root, "cpuacct")
+			if err != nil {
+				b.Fatal(err)
+			}
+			src, err := taskiter.Open(taskiter.Options{Hierarchy: h})
+			if err != nil {
+				b.Fatalf("task iterator: %v", err)
+			}
+			b.Cleanup(func() { src.Close() })
+			table := container.NewTable(src.Lister(), src.Opener())
+			b.Cleanup(func() { table.Close() })
+			for range 2 {
+				if err := table.Pass(); err != nil {
+					b.Fatal(err)
+				}
+			}
+			s := table.Snapshot()
+			tasks := s.Cgroups[0].Tasks
+			rel := strings.TrimPrefix(top, h.Dir())
+			i := slices.IndexFunc(s.Cgroups, func(c container.CgroupStats) bool { return c.Path == rel })
+			if i < 0 || s.Cgroups[i].Tasks < threads {
+				b.Fatalf("no cgroup %s with %d threads in the iterator's pass", rel, threads)
 			}
 			for _, m := range modes {
 				b.Run(m.Name, func(b *testing.B) {
