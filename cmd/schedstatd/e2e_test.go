@@ -21,69 +21,94 @@ var containerCounters = []string{
 }
 
 // TestDaemonMatchesKernel runs the daemon against this machine's real
-// cgroups, in the hierarchy it picks by itself (v1 cpuacct on a hybrid
-// node) and in the unified one, with a 4-thread workload in a test cgroup.
+// cgroups, with a 4-thread workload in a test cgroup, over each task source
+// and three layouts: the hierarchy it picks by itself (v1 cpuacct on this
+// hybrid node), the unified one named by flag, and a pure v2 node (the
+// cgroup2 mount given as the cgroup root, as a v2-only node mounts it at
+// /sys/fs/cgroup).
 func TestDaemonMatchesKernel(t *testing.T) {
-	for _, tc := range []struct{ hierarchy, flag string }{
-		{"cpuacct", ""},
-		{"unified", "--cgroup.hierarchy=unified"},
+	unified := filepath.Join(testcg.Root, "unified")
+	for _, tc := range []struct {
+		name, hierarchy string
+		flags           []string
+		// layout is what the daemon's start line must say it walks.
+		layout string
+	}{
+		{"hybrid-cpuacct", "cpuacct", nil, "cgroup_version=v1 dir=" + filepath.Join(testcg.Root, "cpuacct")},
+		{"hybrid-unified", "unified", []string{"--cgroup.hierarchy=unified"}, "cgroup_version=v2 dir=" + unified},
+		{"pure-v2", "unified", []string{"--path.cgroupfs=" + unified}, "cgroup_version=v2 dir=" + unified},
 	} {
-		t.Run(tc.hierarchy, func(t *testing.T) {
-			cg := testcg.Make(t, tc.hierarchy)
-			id := "/" + filepath.Base(cg)
-			args := []string{"--collect.interval=200ms"}
-			if tc.flag != "" {
-				args = append(args, tc.flag)
-			}
-			d := startDaemon(t, args...)
-			url := "http://" + d.addr + "/metrics"
-
-			p := testproc.StartIn(t, 4, cg)
-			time.Sleep(time.Second)
-			p.Stop(t)
-			mfs := scrape(t, http.DefaultClient, url)
-			kernel := float64(testcg.Usage(t, cg)) / 1e9
-			run, ok := value(mfs, "container_cpu_schedstat_run_seconds_total", id)
-			usage, ok2 := value(mfs, "container_cpu_usage_seconds_total", id)
-			if !ok || !ok2 {
-				t.Fatalf("no series for id=%q", id)
-			}
-			t.Logf("%s: schedstat run %.6fs, exported usage %.6fs, kernel file %.6fs", id, run, usage, kernel)
-			if math.Abs(run-usage) > 0.01*usage {
-				t.Errorf("run %.6fs is not within 1%% of container_cpu_usage_seconds_total %.6fs", run, usage)
-			}
-			if math.Abs(run-kernel) > 0.01*kernel {
-				t.Errorf("run %.6fs is not within 1%% of the kernel's %.6fs", run, kernel)
-			}
-			if tasks, _ := value(mfs, "container_schedstat_tasks", id); int(tasks) != len(p.Threads(t)) {
-				t.Errorf("container_schedstat_tasks = %v, want %d", tasks, len(p.Threads(t)))
-			}
-
-			// The workload exits: nothing of it may fall over ten scrapes.
-			p.Kill()
-			last := map[string]float64{}
-			for _, name := range containerCounters {
-				last[name], _ = value(mfs, name, id)
-			}
-			for i := range 10 {
-				mfs := scrape(t, http.DefaultClient, url)
-				for _, name := range containerCounters {
-					v, ok := value(mfs, name, id)
-					if !ok {
-						t.Fatalf("scrape %d: %s{id=%q} is gone", i, name, id)
-					}
-					if v < last[name] {
-						t.Errorf("scrape %d: %s{id=%q} fell from %v to %v", i, name, id, last[name], v)
-					}
-					last[name] = v
+		for _, source := range []string{"iter", "procfs"} {
+			t.Run(tc.name+"/"+source, func(t *testing.T) {
+				d := daemonMatchesKernel(t, tc.hierarchy, append([]string{"--collect.source=" + source}, tc.flags...))
+				if log := d.log(); !strings.Contains(log, tc.layout) {
+					t.Errorf("the daemon does not say %q:\n%s", tc.layout, log)
 				}
-				time.Sleep(50 * time.Millisecond)
-			}
-			if tasks, _ := value(scrape(t, http.DefaultClient, url), "container_schedstat_tasks", id); tasks != 0 {
-				t.Errorf("container_schedstat_tasks = %v after the workload exited", tasks)
-			}
-		})
+				mfs := scrape(t, http.DefaultClient, "http://"+d.addr+"/metrics")
+				for _, m := range mfs["schedstatd_task_source"].GetMetric() {
+					if want := m.GetLabel()[0].GetValue() == source; (m.GetGauge().GetValue() == 1) != want {
+						t.Errorf("schedstatd_task_source{source=%q} = %v with --collect.source=%s", m.GetLabel()[0].GetValue(), m.GetGauge().GetValue(), source)
+					}
+				}
+			})
+		}
 	}
+}
+
+// daemonMatchesKernel runs the workload in a test cgroup of hierarchy and
+// compares what the daemon, started with flags, says of it with the
+// kernel's counter. It returns the daemon, still running.
+func daemonMatchesKernel(t *testing.T, hierarchy string, flags []string) *daemon {
+	cg := testcg.Make(t, hierarchy)
+	id := "/" + filepath.Base(cg)
+	d := startDaemon(t, append([]string{"--collect.interval=200ms"}, flags...)...)
+	url := "http://" + d.addr + "/metrics"
+
+	p := testproc.StartIn(t, 4, cg)
+	time.Sleep(time.Second)
+	p.Stop(t)
+	mfs := scrape(t, http.DefaultClient, url)
+	kernel := float64(testcg.Usage(t, cg)) / 1e9
+	run, ok := value(mfs, "container_cpu_schedstat_run_seconds_total", id)
+	usage, ok2 := value(mfs, "container_cpu_usage_seconds_total", id)
+	if !ok || !ok2 {
+		t.Fatalf("no series for id=%q", id)
+	}
+	t.Logf("%s: schedstat run %.6fs, exported usage %.6fs, kernel file %.6fs", id, run, usage, kernel)
+	if math.Abs(run-usage) > 0.01*usage {
+		t.Errorf("run %.6fs is not within 1%% of container_cpu_usage_seconds_total %.6fs", run, usage)
+	}
+	if math.Abs(run-kernel) > 0.01*kernel {
+		t.Errorf("run %.6fs is not within 1%% of the kernel's %.6fs", run, kernel)
+	}
+	if tasks, _ := value(mfs, "container_schedstat_tasks", id); int(tasks) != len(p.Threads(t)) {
+		t.Errorf("container_schedstat_tasks = %v, want %d", tasks, len(p.Threads(t)))
+	}
+
+	// The workload exits: nothing of it may fall over ten scrapes.
+	p.Kill()
+	last := map[string]float64{}
+	for _, name := range containerCounters {
+		last[name], _ = value(mfs, name, id)
+	}
+	for i := range 10 {
+		mfs := scrape(t, http.DefaultClient, url)
+		for _, name := range containerCounters {
+			v, ok := value(mfs, name, id)
+			if !ok {
+				t.Fatalf("scrape %d: %s{id=%q} is gone", i, name, id)
+			}
+			if v < last[name] {
+				t.Errorf("scrape %d: %s{id=%q} fell from %v to %v", i, name, id, last[name], v)
+			}
+			last[name] = v
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	if tasks, _ := value(scrape(t, http.DefaultClient, url), "container_schedstat_tasks", id); tasks != 0 {
+		t.Errorf("container_schedstat_tasks = %v after the workload exited", tasks)
+	}
+	return d
 }
 
 func TestDaemonEndpoints(t *testing.T) {
