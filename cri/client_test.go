@@ -16,6 +16,7 @@ import (
 	"github.com/schedstatd/schedstatd/cgroupfs"
 	"github.com/schedstatd/schedstatd/collector"
 	"github.com/schedstatd/schedstatd/container"
+	"github.com/schedstatd/schedstatd/internal/fakecri"
 	"github.com/schedstatd/schedstatd/internal/synth"
 	"github.com/schedstatd/schedstatd/internal/testrun"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
@@ -163,19 +164,19 @@ func isUp(_ map[string]collector.ContainerLabels, v map[string]float64) bool {
 }
 
 // webRuntime is a runtime that runs the pod web-0.
-func webRuntime() *fakeRuntime {
-	f := &fakeRuntime{}
-	f.addPod(sandboxWeb, uidWeb, "web-0", "shop")
-	f.addContainer(ctrWeb, sandboxWeb, uidWeb, "web", "web-0", "shop", "nginx:1.27")
-	f.addContainer(ctrSidecar, sandboxWeb, uidWeb, "sidecar", "web-0", "shop", "registry.example.com:5000/team/envoy:v1")
+func webRuntime() *fakecri.Runtime {
+	f := fakecri.New()
+	f.AddPod(sandboxWeb, uidWeb, "web-0", "shop")
+	f.AddContainer(ctrWeb, sandboxWeb, uidWeb, "web", "web-0", "shop", "nginx:1.27")
+	f.AddContainer(ctrSidecar, sandboxWeb, uidWeb, "sidecar", "web-0", "shop", "registry.example.com:5000/team/envoy:v1")
 	return f
 }
 
 // TestLabelsOnSeries checks that the runtime's names land on the right
 // series, and only there, in the exported text.
 func TestLabelsOnSeries(t *testing.T) {
-	srv := startServer(t, webRuntime())
-	h := newHarness(t, Config{Endpoint: srv.endpoint(), Interval: time.Hour})
+	srv := fakecri.Start(t, webRuntime())
+	h := newHarness(t, Config{Endpoint: srv.Endpoint(), Interval: time.Hour})
 	h.eventually("runtime up", isUp)
 
 	if _, err := h.poller.Fresh(context.Background()); err != nil {
@@ -222,12 +223,12 @@ schedstatd_runtime_containers 2
 // no periodic refresh to help (the interval is an hour).
 func TestNewContainerLabelledOnNextScrape(t *testing.T) {
 	f := webRuntime()
-	srv := startServer(t, f)
-	h := newHarness(t, Config{Endpoint: srv.endpoint(), Interval: time.Hour, MinGap: 50 * time.Millisecond})
+	srv := fakecri.Start(t, f)
+	h := newHarness(t, Config{Endpoint: srv.Endpoint(), Interval: time.Hour, MinGap: 50 * time.Millisecond})
 	h.eventually("runtime up", isUp)
 	_, before := h.scrape()
 
-	f.addContainer(ctrLate, sandboxWeb, uidWeb, "worker", "web-0", "shop", "busybox:1.36")
+	f.AddContainer(ctrLate, sandboxWeb, uidWeb, "worker", "web-0", "shop", "busybox:1.36")
 	h.node.add(scope(podWeb, ctrLate), 7)
 	want := collector.ContainerLabels{Container: "worker", Pod: "web-0", Namespace: "shop", Image: "docker.io/library/busybox:1.36"}
 	start := time.Now()
@@ -248,11 +249,11 @@ func TestNewContainerLabelledOnNextScrape(t *testing.T) {
 // names, with one more line.
 func TestRuntimeStoppedMidRun(t *testing.T) {
 	f := webRuntime()
-	srv := startServer(t, f)
-	h := newHarness(t, Config{Endpoint: srv.endpoint(), Interval: 20 * time.Millisecond, MinGap: 10 * time.Millisecond, RetryAfter: 20 * time.Millisecond})
+	srv := fakecri.Start(t, f)
+	h := newHarness(t, Config{Endpoint: srv.Endpoint(), Interval: 20 * time.Millisecond, MinGap: 10 * time.Millisecond, RetryAfter: 20 * time.Millisecond})
 	h.eventually("runtime up", isUp)
 
-	srv.stop()
+	srv.Stop()
 	h.node.add(scope(podWeb, ctrLate), 7)
 	h.eventually("runtime down and several refreshes failed", func(_ map[string]collector.ContainerLabels, v map[string]float64) bool {
 		return v["schedstatd_runtime_up"] == 0 && v["schedstatd_runtime_refresh_errors_total"] >= 5
@@ -269,8 +270,8 @@ func TestRuntimeStoppedMidRun(t *testing.T) {
 		t.Errorf("%d lines say the runtime is unavailable, want 1:\n%s", n, h.logs)
 	}
 
-	f.addContainer(ctrLate, sandboxWeb, uidWeb, "worker", "web-0", "shop", "busybox:1.36")
-	serve(t, f, srv.path)
+	f.AddContainer(ctrLate, sandboxWeb, uidWeb, "worker", "web-0", "shop", "busybox:1.36")
+	fakecri.Serve(t, f, srv.Path)
 	h.eventually("runtime back and the new container named", func(s map[string]collector.ContainerLabels, v map[string]float64) bool {
 		return v["schedstatd_runtime_up"] == 1 && s[scope(podWeb, ctrLate)].Container == "worker"
 	})
@@ -285,7 +286,7 @@ func TestRuntimeStoppedMidRun(t *testing.T) {
 // TestRuntimeAbsent starts with no socket at all: scrapes work, nothing is
 // labelled, schedstatd_runtime_up is 0, and one line says why.
 func TestRuntimeAbsent(t *testing.T) {
-	h := newHarness(t, Config{Endpoint: "unix://" + filepath.Join(shortTempDir(t), "none.sock"), Interval: 20 * time.Millisecond, RetryAfter: 20 * time.Millisecond})
+	h := newHarness(t, Config{Endpoint: "unix://" + filepath.Join(fakecri.SocketDir(t), "none.sock"), Interval: 20 * time.Millisecond, RetryAfter: 20 * time.Millisecond})
 	h.eventually("refreshes failed", func(_ map[string]collector.ContainerLabels, v map[string]float64) bool {
 		return v["schedstatd_runtime_refresh_errors_total"] >= 3
 	})
@@ -313,11 +314,11 @@ func TestRuntimeAbsent(t *testing.T) {
 func TestSlowRuntimeDoesNotDelayScrape(t *testing.T) {
 	const callTimeout = 500 * time.Millisecond
 	f := webRuntime()
-	f.setDelay(10 * time.Second)
-	srv := startServer(t, f)
+	f.SetDelay(10 * time.Second)
+	srv := fakecri.Start(t, f)
 	start := time.Now()
 	// Unknown ids ask for refreshes all the time: the worst case.
-	h := newHarness(t, Config{Endpoint: srv.endpoint(), CallTimeout: callTimeout, Interval: time.Hour, MinGap: time.Millisecond, RetryAfter: time.Millisecond})
+	h := newHarness(t, Config{Endpoint: srv.Endpoint(), CallTimeout: callTimeout, Interval: time.Hour, MinGap: time.Millisecond, RetryAfter: time.Millisecond})
 	h.eventually("first refresh failed", func(_ map[string]collector.ContainerLabels, v map[string]float64) bool {
 		return v["schedstatd_runtime_refresh_errors_total"] >= 1
 	})
@@ -328,14 +329,14 @@ func TestSlowRuntimeDoesNotDelayScrape(t *testing.T) {
 	var inFlight int
 	var slowest time.Duration
 	for deadline := time.Now().Add(2 * time.Second); time.Now().Before(deadline); {
-		busy := f.inFlight.Load() > 0
+		busy := f.InFlight() > 0
 		t0 := time.Now()
 		_, values := h.scrape()
 		d := time.Since(t0)
 		if values["schedstatd_runtime_up"] != 0 {
 			t.Fatalf("schedstatd_runtime_up = %v while every call times out", values["schedstatd_runtime_up"])
 		}
-		if busy && f.inFlight.Load() > 0 {
+		if busy && f.InFlight() > 0 {
 			inFlight++
 			slowest = max(slowest, d)
 		}
@@ -364,17 +365,17 @@ func TestSlowRuntimeDoesNotDelayScrape(t *testing.T) {
 // RetryAfter, not one per scrape or per MinGap.
 func TestUnknownIdsRateLimited(t *testing.T) {
 	f := webRuntime()
-	srv := startServer(t, f)
+	srv := fakecri.Start(t, f)
 	const retry = 300 * time.Millisecond
-	h := newHarness(t, Config{Endpoint: srv.endpoint(), Interval: time.Hour, MinGap: 10 * time.Millisecond, RetryAfter: retry})
+	h := newHarness(t, Config{Endpoint: srv.Endpoint(), Interval: time.Hour, MinGap: 10 * time.Millisecond, RetryAfter: retry})
 	h.eventually("runtime up", isUp)
-	base := f.listContainers.Load()
+	base := f.ListContainersCalls()
 	scrapes := 0
 	for end := time.Now().Add(time.Second); time.Now().Before(end); scrapes++ {
 		h.scrape()
 		time.Sleep(2 * time.Millisecond)
 	}
-	got := f.listContainers.Load() - base
+	got := f.ListContainersCalls() - base
 	// One refresh for the first misses, then one per RetryAfter.
 	if limit := int64(time.Second/retry) + 2; got < 1 || got > limit {
 		t.Errorf("%d scrapes over 1s asked for %d ListContainers, want 1 to %d", scrapes, got, limit)
@@ -386,17 +387,17 @@ func TestUnknownIdsRateLimited(t *testing.T) {
 // by id only (kubelets before 1.30): the label comes from ListImages.
 func TestImageIDsNamedFromListImages(t *testing.T) {
 	f := webRuntime()
-	f.mu.Lock()
-	for _, c := range f.containers {
-		c.Image.UserSpecifiedImage = ""
-	}
-	f.images = []*runtimeapi.Image{
-		{Id: "sha256:" + ctrWeb, RepoTags: []string{"docker.io/library/nginx:1.27"}},
-		{Id: "sha256:" + ctrSidecar, RepoDigests: []string{"quay.io/envoy@sha256:" + ctrSidecar}},
-	}
-	f.mu.Unlock()
-	srv := startServer(t, f)
-	h := newHarness(t, Config{Endpoint: srv.endpoint(), Interval: time.Hour})
+	f.Edit(func(l *fakecri.Lists) {
+		for _, c := range l.Containers {
+			c.Image.UserSpecifiedImage = ""
+		}
+		l.Images = []*runtimeapi.Image{
+			{Id: "sha256:" + ctrWeb, RepoTags: []string{"docker.io/library/nginx:1.27"}},
+			{Id: "sha256:" + ctrSidecar, RepoDigests: []string{"quay.io/envoy@sha256:" + ctrSidecar}},
+		}
+	})
+	srv := fakecri.Start(t, f)
+	h := newHarness(t, Config{Endpoint: srv.Endpoint(), Interval: time.Hour})
 	h.eventually("runtime up", isUp)
 	series, _ := h.scrape()
 	if got := series[scope(podWeb, ctrWeb)].Image; got != "docker.io/library/nginx:1.27" {
@@ -405,7 +406,7 @@ func TestImageIDsNamedFromListImages(t *testing.T) {
 	if got := series[scope(podWeb, ctrSidecar)].Image; got != "quay.io/envoy@sha256:"+ctrSidecar {
 		t.Errorf("image by digest: %q", got)
 	}
-	if n := f.listImages.Load(); n != 1 {
+	if n := f.ListImagesCalls(); n != 1 {
 		t.Errorf("%d ListImages calls, want 1", n)
 	}
 }

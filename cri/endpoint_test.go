@@ -6,6 +6,8 @@ import (
 	"os"
 	"path/filepath"
 	"testing"
+
+	"github.com/schedstatd/schedstatd/internal/fakecri"
 )
 
 func TestSocketPath(t *testing.T) {
@@ -45,7 +47,7 @@ func TestDisabled(t *testing.T) {
 // TestFirstExisting checks the default's choice: the first endpoint whose
 // path is a socket, skipping missing paths and plain files.
 func TestFirstExisting(t *testing.T) {
-	dir := shortTempDir(t)
+	dir := fakecri.SocketDir(t)
 	plain := filepath.Join(dir, "plain.sock")
 	if err := os.WriteFile(plain, nil, 0o600); err != nil {
 		t.Fatal(err)

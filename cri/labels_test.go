@@ -7,6 +7,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 	"github.com/schedstatd/schedstatd/cgroupfs"
 	"github.com/schedstatd/schedstatd/collector"
+	"github.com/schedstatd/schedstatd/internal/fakecri"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 )
 
@@ -47,11 +48,8 @@ func offlineClient(c *cache) *Client {
 // webCache is what a refresh of a runtime running the pod web-0 (containers
 // web and sidecar) learns.
 func webCache() *cache {
-	f := &fakeRuntime{}
-	f.addPod(sandboxWeb, uidWeb, "web-0", "shop")
-	f.addContainer(ctrWeb, sandboxWeb, uidWeb, "web", "web-0", "shop", "nginx:1.27")
-	f.addContainer(ctrSidecar, sandboxWeb, uidWeb, "sidecar", "web-0", "shop", "registry.example.com:5000/team/envoy:v1")
-	return build(f.sandboxes, f.containers, nil)
+	l := webRuntime().Lists()
+	return build(l.Sandboxes, l.Containers, nil)
 }
 
 func TestLabelsByCgroupShape(t *testing.T) {
@@ -166,5 +164,21 @@ func TestBuildFallbacks(t *testing.T) {
 	}
 	if diff := cmp.Diff(want, got, cmp.AllowUnexported(cache{})); diff != "" {
 		t.Errorf("build (-want +got):\n%s", diff)
+	}
+}
+
+// TestFakeRuntimeLabelKeys checks that the fake runtime the tests serve
+// labels its containers with the keys this package reads, so the tests
+// that use it check what a real runtime's lists give.
+func TestFakeRuntimeLabelKeys(t *testing.T) {
+	for _, k := range []struct{ fake, ours string }{
+		{fakecri.LabelContainerName, labelContainerName},
+		{fakecri.LabelPodName, labelPodName},
+		{fakecri.LabelPodNamespace, labelPodNamespace},
+		{fakecri.LabelPodUID, labelPodUID},
+	} {
+		if k.fake != k.ours {
+			t.Errorf("fakecri uses the label %q where this package reads %q", k.fake, k.ours)
+		}
 	}
 }

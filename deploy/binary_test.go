@@ -1,7 +1,6 @@
 package deploy
 
 import (
-	"context"
 	"debug/elf"
 	"fmt"
 	"net"
@@ -18,8 +17,7 @@ import (
 	"github.com/prometheus/common/expfmt"
 	"github.com/prometheus/common/model"
 	"github.com/schedstatd/schedstatd/internal/e2e"
-	"google.golang.org/grpc"
-	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+	"github.com/schedstatd/schedstatd/internal/fakecri"
 )
 
 var (
@@ -96,24 +94,6 @@ func TestStaticBuild(t *testing.T) {
 	}
 }
 
-// emptyRuntime is a CRI runtime with no pods, enough for the daemon to
-// count it up.
-type emptyRuntime struct {
-	runtimeapi.UnimplementedRuntimeServiceServer
-}
-
-func (emptyRuntime) Version(context.Context, *runtimeapi.VersionRequest) (*runtimeapi.VersionResponse, error) {
-	return &runtimeapi.VersionResponse{RuntimeName: "empty", RuntimeVersion: "0", RuntimeApiVersion: "v1"}, nil
-}
-
-func (emptyRuntime) ListPodSandbox(context.Context, *runtimeapi.ListPodSandboxRequest) (*runtimeapi.ListPodSandboxResponse, error) {
-	return &runtimeapi.ListPodSandboxResponse{}, nil
-}
-
-func (emptyRuntime) ListContainers(context.Context, *runtimeapi.ListContainersRequest) (*runtimeapi.ListContainersResponse, error) {
-	return &runtimeapi.ListContainersResponse{}, nil
-}
-
 // TestDaemonSetArgsServe runs the daemon with the DaemonSet's arguments as
 // the kubelet would give them: each path under a volume mount becomes the
 // volume's host path (the runtime's directory a temporary one, where a CRI
@@ -149,7 +129,8 @@ func TestDaemonSetArgsServe(t *testing.T) {
 				// The runtime's socket directory: serve a CRI there.
 				root = runtimeDir
 				if !serving {
-					serveCRI(t, filepath.Join(runtimeDir, strings.TrimPrefix(path, vm.MountPath)))
+					// A runtime with no pods, enough to count it up.
+					fakecri.Serve(t, fakecri.New(), filepath.Join(runtimeDir, strings.TrimPrefix(path, vm.MountPath)))
 					serving = true
 				}
 			}
@@ -228,20 +209,6 @@ func scrape(addr string) (map[string]bool, float64) {
 		}
 	}
 	return names, up
-}
-
-// serveCRI serves an emptyRuntime on the unix socket path until the test
-// ends.
-func serveCRI(t *testing.T, path string) {
-	t.Helper()
-	l, err := net.Listen("unix", path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	srv := grpc.NewServer()
-	runtimeapi.RegisterRuntimeServiceServer(srv, emptyRuntime{})
-	go srv.Serve(l)
-	t.Cleanup(srv.Stop)
 }
 
 // freeAddr returns a loopback address with a port nothing listens on.

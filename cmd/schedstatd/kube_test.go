@@ -1,0 +1,361 @@
+package main
+
+import (
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+	"net/http"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	dto "github.com/prometheus/client_model/go"
+	"github.com/schedstatd/schedstatd/internal/e2e"
+	"github.com/schedstatd/schedstatd/internal/fakecri"
+	"github.com/schedstatd/schedstatd/internal/testcg"
+	"github.com/schedstatd/schedstatd/internal/testproc"
+)
+
+// kubePod is a pod as kubelet runs it with the cgroupfs driver: a pod
+// cgroup under kubepods (and its QoS class's cgroup, except for
+// guaranteed pods), holding its sandbox's (pause container's) cgroup and
+// one container's, each named by its 64-hex id.
+type kubePod struct {
+	name, namespace string
+	// qos is the QoS cgroup under kubepods, "" for a guaranteed pod.
+	qos          string
+	uid, sandbox string
+	container    kubeContainer
+}
+
+// kubeContainer is the container of a kubePod.
+type kubeContainer struct {
+	id, name string
+	// image is what the pod spec says; want the image label of it.
+	image, want string
+	// threads is how many threads spin in it.
+	threads int
+}
+
+// podID returns the id label of the pod's cgroup, under the test cgroup
+// base (an id label itself).
+func (p *kubePod) podID(base string) string {
+	return base + "/" + filepath.Join("kubepods", p.qos, "pod"+p.uid)
+}
+
+// sandboxID and containerID return the id labels of the cgroups of the
+// pod's sandbox and its container.
+func (p *kubePod) sandboxID(base string) string { return p.podID(base) + "/" + p.sandbox }
+
+func (p *kubePod) containerID(base string) string { return p.podID(base) + "/" + p.container.id }
+
+// podLabel and containerLabel are the names top gives the pod's and the
+// container's rows.
+func (p *kubePod) podLabel() string       { return p.namespace + "/" + p.name }
+func (p *kubePod) containerLabel() string { return p.podLabel() + "/" + p.container.name }
+
+// randomHex returns n random bytes in hex.
+func randomHex(t *testing.T, n int) string {
+	t.Helper()
+	b := make([]byte, n)
+	if _, err := rand.Read(b); err != nil {
+		t.Fatal(err)
+	}
+	return hex.EncodeToString(b)
+}
+
+// randomUID returns a random pod uid, as the API server makes them.
+func randomUID(t *testing.T) string {
+	h := randomHex(t, 16)
+	return h[:8] + "-" + h[8:12] + "-" + h[12:16] + "-" + h[16:20] + "-" + h[20:]
+}
+
+// seriesLabels returns the labels of the series of family name whose id
+// label is id, or nil when there is none.
+func seriesLabels(mfs map[string]*dto.MetricFamily, name, id string) map[string]string {
+	for _, m := range mfs[name].GetMetric() {
+		l := map[string]string{}
+		for _, lp := range m.GetLabel() {
+			l[lp.GetName()] = lp.GetValue()
+		}
+		if l["id"] == id {
+			return l
+		}
+	}
+	return nil
+}
+
+// gauge returns the value of the family name's one series, or -1 when it
+// has not exactly one.
+func gauge(mfs map[string]*dto.MetricFamily, name string) float64 {
+	ms := mfs[name].GetMetric()
+	if len(ms) != 1 {
+		return -1
+	}
+	return ms[0].GetGauge().GetValue()
+}
+
+// cgroupFamilies are the families with one series per cgroup.
+var cgroupFamilies = []string{
+	"container_cpu_schedstat_run_seconds_total",
+	"container_cpu_schedstat_runqueue_seconds_total",
+	"container_cpu_schedstat_run_periods_total",
+	"container_cpu_usage_seconds_total",
+	"container_schedstat_tasks",
+}
+
+// tableRows returns the first field of each row of a top table, below the
+// column header whose first field is title.
+func tableRows(t *testing.T, out, title string) []string {
+	t.Helper()
+	lines := strings.Split(strings.TrimRight(out, "\n"), "\n")
+	i := rowIndex(lines, title)
+	if i < 0 {
+		t.Fatalf("no %s column in:\n%s", title, out)
+	}
+	if !strings.Contains(lines[i], "WAIT/s*") {
+		t.Errorf("the table is not marked as sorted by wait:\n%s", out)
+	}
+	var rows []string
+	for _, l := range lines[i+1:] {
+		if f := strings.Fields(l); len(f) > 0 {
+			rows = append(rows, f[0])
+		}
+	}
+	return rows
+}
+
+// topJSON is what `top --output=json` prints, in the parts checked here.
+type topJSON struct {
+	View string   `json:"view"`
+	Rows []topRow `json:"rows"`
+}
+
+// topRow is a row of topJSON.
+type topRow struct {
+	Name      string   `json:"name"`
+	IDs       []string `json:"ids"`
+	Container string   `json:"container"`
+	Pod       string   `json:"pod"`
+	Namespace string   `json:"namespace"`
+	Wait      *float64 `json:"runqueue_seconds_per_second"`
+	Run       *float64 `json:"run_seconds_per_second"`
+	Tasks     float64  `json:"tasks"`
+}
+
+// TestKubePodsNamedEndToEnd runs the Kubernetes path on this machine: real
+// cgroups in kubelet's cgroupfs-driver shape in the v1 cpuacct hierarchy
+// (the one the daemon walks here), two pods, one with six spinning
+// threads in its container (more than the 2 cores: starved), the other
+// with one; a CRI runtime over gRPC on a unix socket that names them; the
+// daemon pointed at that socket; then its /metrics and `top` by pod and by
+// container, as a table and as JSON.
+func TestKubePodsNamedEndToEnd(t *testing.T) {
+	e2e.RequireRoot(t)
+	root := testcg.Make(t, "cpuacct")
+	// The id labels of the test's cgroups start with base. Random ids keep
+	// the rows apart from those of any other run on the machine.
+	base := "/" + filepath.Base(root)
+	batch := &kubePod{name: "report-28190415-x7k2p", namespace: "batch", qos: "burstable", uid: randomUID(t), sandbox: randomHex(t, 32),
+		container: kubeContainer{id: randomHex(t, 32), name: "crunch", image: "registry.example.com/batch/report:2.1", want: "registry.example.com/batch/report:2.1", threads: 6}}
+	shop := &kubePod{name: "web-0", namespace: "shop", uid: randomUID(t), sandbox: randomHex(t, 32),
+		container: kubeContainer{id: randomHex(t, 32), name: "web", image: "nginx:1.27", want: "docker.io/library/nginx:1.27", threads: 1}}
+	pods := []*kubePod{batch, shop}
+
+	// With GOMAXPROCS at the core count, the Go runtime would let only
+	// two of the locked threads run at once and park the rest outside the
+	// kernel's runqueue. The helpers inherit this.
+	t.Setenv("GOMAXPROCS", "16")
+	rt := fakecri.New()
+	for _, p := range pods {
+		for _, id := range []string{p.sandboxID(base), p.containerID(base)} {
+			if err := os.MkdirAll(filepath.Join(filepath.Dir(root), id), 0o755); err != nil {
+				t.Fatal(err)
+			}
+		}
+		rt.AddPod(p.sandbox, p.uid, p.name, p.namespace)
+		rt.AddContainer(p.container.id, p.sandbox, p.uid, p.container.name, p.name, p.namespace, p.container.image)
+		testproc.StartIn(t, p.container.threads, filepath.Join(filepath.Dir(root), p.containerID(base)))
+	}
+	srv := fakecri.Start(t, rt)
+	d := startBinary(t, plainBinary(t), nil, "--collect.interval=200ms", "--container-runtime-endpoint="+srv.Endpoint())
+	url := "http://" + d.addr + "/metrics"
+
+	// Wait until the daemon has the runtime's names: its first refresh
+	// runs at start, its first pass may come before.
+	client := &http.Client{Timeout: 10 * time.Second}
+	var mfs map[string]*dto.MetricFamily
+	named := func() bool {
+		for _, p := range pods {
+			if seriesLabels(mfs, "container_schedstat_tasks", p.containerID(base))["container"] != p.container.name {
+				return false
+			}
+		}
+		return gauge(mfs, "schedstatd_runtime_up") == 1
+	}
+	for deadline := time.Now().Add(20 * time.Second); ; time.Sleep(100 * time.Millisecond) {
+		mfs = scrape(t, client, url)
+		if named() {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("within 20s, schedstatd_runtime_up is %v and the containers are labelled %v and %v",
+				gauge(mfs, "schedstatd_runtime_up"),
+				seriesLabels(mfs, "container_schedstat_tasks", batch.containerID(base)),
+				seriesLabels(mfs, "container_schedstat_tasks", shop.containerID(base)))
+		}
+	}
+
+	t.Run("metrics", func(t *testing.T) {
+		if n := gauge(mfs, "schedstatd_runtime_containers"); n != 2 {
+			t.Errorf("schedstatd_runtime_containers = %v, want the 2 the runtime lists", n)
+		}
+
+		type want struct{ name, container, pod, namespace, image string }
+		wants := map[string]want{
+			base:                            {name: base[1:]},
+			base + "/kubepods":              {name: "kubepods"},
+			base + "/kubepods/" + batch.qos: {name: batch.qos},
+			batch.podID(base):               {name: "pod" + batch.uid, pod: batch.name, namespace: batch.namespace},
+			batch.sandboxID(base):           {name: batch.sandbox, pod: batch.name, namespace: batch.namespace},
+			batch.containerID(base):         {name: batch.container.id, container: "crunch", pod: batch.name, namespace: batch.namespace, image: batch.container.want},
+			shop.podID(base):                {name: "pod" + shop.uid, pod: shop.name, namespace: shop.namespace},
+			shop.sandboxID(base):            {name: shop.sandbox, pod: shop.name, namespace: shop.namespace},
+			shop.containerID(base):          {name: shop.container.id, container: "web", pod: shop.name, namespace: shop.namespace, image: shop.container.want},
+		}
+		for _, family := range cgroupFamilies {
+			for id, w := range wants {
+				l := seriesLabels(mfs, family, id)
+				if l == nil {
+					t.Errorf("%s: no series of %s", family, id)
+					continue
+				}
+				got := want{name: l["name"], container: l["container"], pod: l["pod"], namespace: l["namespace"], image: l["image"]}
+				if got != w {
+					t.Errorf("%s{id=%q}: labels %+v, want %+v", family, id, got, w)
+				}
+			}
+		}
+		for _, p := range pods {
+			if n, ok := value(mfs, "container_schedstat_tasks", p.containerID(base)); !ok || n < float64(p.container.threads) {
+				t.Errorf("%s: %v tasks, want at least its %d spinning threads", p.containerLabel(), n, p.container.threads)
+			}
+		}
+	})
+
+	// Only the rows of the test's cgroups: the filter matches their ids.
+	filter := "--filter=" + base + "/"
+	for _, tc := range []struct {
+		view, title    string
+		starved, light string
+		starvedIDs     []string
+		container      bool
+	}{
+		{view: "pods", title: "POD", starved: batch.podLabel(), light: shop.podLabel(), starvedIDs: []string{batch.podID(base)}},
+		{view: "containers", title: "CONTAINER", starved: batch.containerLabel(), light: shop.containerLabel(), starvedIDs: []string{batch.containerID(base)}, container: true},
+	} {
+		t.Run(tc.view, func(t *testing.T) {
+			r := runTop(t, "--once", "--interval=1s", "--view="+tc.view, "--from="+url, filter)
+			if r.code != 0 {
+				t.Fatalf("exit %d: %s", r.code, r.stderr)
+			}
+			t.Logf("\n%s", r.stdout)
+			if !strings.Contains(r.stdout, "view: "+tc.view) {
+				t.Errorf("not the %s view:\n%s", tc.view, r.stdout)
+			}
+			rows := tableRows(t, r.stdout, tc.title)
+			checkRows(t, tc.view, rows, tc.starved, tc.light, pods, tc.container)
+
+			j := runTop(t, "--output=json", "--interval=1s", "--view="+tc.view, "--from="+url, filter)
+			if j.code != 0 {
+				t.Fatalf("json: exit %d: %s", j.code, j.stderr)
+			}
+			var out topJSON
+			if err := json.Unmarshal([]byte(j.stdout), &out); err != nil {
+				t.Fatalf("json: %v:\n%s", err, j.stdout)
+			}
+			if out.View != tc.view {
+				t.Errorf("json: view %q, want %q", out.View, tc.view)
+			}
+			var names []string
+			for _, row := range out.Rows {
+				names = append(names, row.Name)
+			}
+			checkRows(t, tc.view+" json", names, tc.starved, tc.light, pods, tc.container)
+			if !slices.Equal(names, rows) {
+				t.Errorf("json rows %q, table rows %q: not the same order and names", names, rows)
+			}
+			si := slices.IndexFunc(out.Rows, func(r topRow) bool { return r.Name == tc.starved })
+			li := slices.IndexFunc(out.Rows, func(r topRow) bool { return r.Name == tc.light })
+			if si < 0 || li < 0 {
+				t.Fatalf("json: no row %q or %q:\n%s", tc.starved, tc.light, j.stdout)
+			}
+			s, l := out.Rows[si], out.Rows[li]
+			if s.Pod != batch.name || s.Namespace != batch.namespace || !slices.Equal(s.IDs, tc.starvedIDs) {
+				t.Errorf("json: first row %q is pod %q, namespace %q, cgroups %q; want %q, %q, %q",
+					s.Name, s.Pod, s.Namespace, s.IDs, batch.name, batch.namespace, tc.starvedIDs)
+			}
+			if tc.container && s.Container != batch.container.name {
+				t.Errorf("json: first row %q is container %q, want %q", s.Name, s.Container, batch.container.name)
+			}
+			if s.Wait == nil || l.Wait == nil || s.Run == nil {
+				t.Fatalf("json: no rates:\n%s", j.stdout)
+			}
+			// Seven spinning threads share two cores, so the six wait
+			// about six times as long as the one; twice leaves room for a
+			// busy machine.
+			if *s.Wait <= 2**l.Wait || *l.Wait <= 0 {
+				t.Errorf("json: %s waits %.3f s/s, %s %.3f s/s", s.Name, *s.Wait, l.Name, *l.Wait)
+			}
+			if s.Tasks < float64(batch.container.threads) {
+				t.Errorf("json: %s has %v tasks, want at least its %d spinning threads", s.Name, s.Tasks, batch.container.threads)
+			}
+		})
+	}
+}
+
+// checkRows checks the row names of top's pods or containers view of the
+// pods: the starved one first, the light one after it, every row named
+// by Kubernetes names, or for a sandbox container, which has none, by its
+// short id; never by a cgroup path.
+func checkRows(t *testing.T, what string, rows []string, starved, light string, pods []*kubePod, containers bool) {
+	t.Helper()
+	if len(rows) == 0 || rows[0] != starved {
+		t.Errorf("%s: rows %q, want %q first", what, rows, starved)
+	}
+	if i := slices.Index(rows, light); i < 1 {
+		t.Errorf("%s: rows %q, want %q after %q", what, rows, light, starved)
+	}
+	allowed := map[string]bool{}
+	for _, p := range pods {
+		if containers {
+			allowed[p.containerLabel()] = true
+			allowed[p.sandbox[:13]] = true
+		} else {
+			allowed[p.podLabel()] = true
+		}
+	}
+	seen := map[string]bool{}
+	for _, r := range rows {
+		if !allowed[r] || seen[r] {
+			t.Errorf("%s: row %q; want each of %v at most once", what, r, keys(allowed))
+		}
+		seen[r] = true
+	}
+	if !containers && len(rows) != len(pods) {
+		t.Errorf("%s: %d rows %q, want one per pod", what, len(rows), rows)
+	}
+}
+
+// keys returns the keys of m, sorted.
+func keys(m map[string]bool) []string {
+	var ks []string
+	for k := range m {
+		ks = append(ks, k)
+	}
+	slices.Sort(ks)
+	return ks
+}
