@@ -118,13 +118,14 @@ func Group(rows []Row, v View) []Row {
 	}
 	out := make([]Row, 0, len(groups))
 	for k, members := range groups {
-		out = append(out, merge(labels[k], members))
+		out = append(out, merge(labels[k], members, v))
 	}
 	return out
 }
 
-// merge sums the members that have no ancestor among them.
-func merge(label string, members []Row) Row {
+// merge sums the members that have no ancestor among them into a row of
+// view v. A pod row names no container: its members are several.
+func merge(label string, members []Row, v View) Row {
 	ids := make(map[string]bool, len(members))
 	for _, m := range members {
 		ids[m.IDs[0]] = true
@@ -134,7 +135,9 @@ func merge(label string, members []Row) Row {
 	})
 	g := Row{Label: label, Known: true}
 	for _, m := range members {
-		g.Container = cmp.Or(g.Container, m.Container)
+		if v == ViewContainers {
+			g.Container = cmp.Or(g.Container, m.Container)
+		}
 		g.Pod = cmp.Or(g.Pod, m.Pod)
 		g.Namespace = cmp.Or(g.Namespace, m.Namespace)
 		if hasAncestor(m.IDs[0], ids) {

@@ -141,8 +141,9 @@ func TestGroupByLabels(t *testing.T) {
 	pods := toSums(Group(rows, ViewPods))
 	wantPods := []sums{
 		// Two disjoint cgroups of one pod add up.
-		{Label: "batch/job-1", IDs: []string{"/custom/one", "/custom/two"}, Run: 0.4, Wait: 0.3, Tasks: 3, Known: true, Pod: "job-1", Names: "batch/job-1/worker"},
-		{Label: "shop/web-0", IDs: []string{pod1}, Run: 1, Wait: 2, Tasks: 8, Known: true, Pod: "web-0", Names: "shop/web-0/nginx"},
+		// A pod row names no container, though its cgroups do.
+		{Label: "batch/job-1", IDs: []string{"/custom/one", "/custom/two"}, Run: 0.4, Wait: 0.3, Tasks: 3, Known: true, Pod: "job-1", Names: "batch/job-1"},
+		{Label: "shop/web-0", IDs: []string{pod1}, Run: 1, Wait: 2, Tasks: 8, Known: true, Pod: "web-0", Names: "shop/web-0"},
 	}
 	if diff := cmp.Diff(wantPods, pods, byLabel, cmpopts.EquateApprox(0, 1e-9)); diff != "" {
 		t.Errorf("pods (-want +got):\n%s", diff)

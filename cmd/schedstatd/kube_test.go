@@ -298,8 +298,9 @@ func TestKubePodsNamedEndToEnd(t *testing.T) {
 				t.Errorf("json: first row %q is pod %q, namespace %q, cgroups %q; want %q, %q, %q",
 					s.Name, s.Pod, s.Namespace, s.IDs, batch.name, batch.namespace, tc.starvedIDs)
 			}
-			if tc.container && s.Container != batch.container.name {
-				t.Errorf("json: first row %q is container %q, want %q", s.Name, s.Container, batch.container.name)
+			// A container row names its container; a pod row none.
+			if want := map[bool]string{true: batch.container.name}[tc.container]; s.Container != want {
+				t.Errorf("json: first row %q is container %q, want %q", s.Name, s.Container, want)
 			}
 			if s.Wait == nil || l.Wait == nil || s.Run == nil {
 				t.Fatalf("json: no rates:\n%s", j.stdout)
