@@ -180,7 +180,9 @@ func containerKey(r Row) (key, label string, named, ok bool) {
 	switch {
 	case id.ContainerID != "":
 		if !named {
-			label = shortID(id.ContainerID)
+			// A pod's sandbox (pause) container, or one the runtime has not
+			// named yet: its short id, in its pod where that is known.
+			label = joinNames(r.Namespace, r.Pod, shortID(id.ContainerID))
 		}
 		return "id:" + id.ContainerID, label, named, true
 	case named:

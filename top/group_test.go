@@ -124,6 +124,8 @@ func TestGroupByLabels(t *testing.T) {
 		label(cg(pod1, 1, 2, 8), "shop", "web-0", ""),
 		label(cg(pod1+"/"+cidA, 0.75, 1.5, 6), "shop", "web-0", "nginx"),
 		label(cg(pod1+"/"+cidA+"/nested", 0.5, 1, 4), "shop", "web-0", "nginx"),
+		// The pod's sandbox: its pod is known, it names no container.
+		label(cg(pod1+"/"+cidB, 0, 0, 1), "shop", "web-0", ""),
 		// A container outside kubepods, known only by its labels (a
 		// runtime whose path shape is unknown).
 		label(cg("/custom/one", 0.3, 0.2, 2), "batch", "job-1", "worker"),
@@ -134,6 +136,7 @@ func TestGroupByLabels(t *testing.T) {
 		{Label: "batch/job-1/sidecar", IDs: []string{"/custom/two"}, Run: 0.1, Wait: 0.1, Tasks: 1, Known: true, Pod: "job-1", Names: "batch/job-1/sidecar"},
 		{Label: "batch/job-1/worker", IDs: []string{"/custom/one"}, Run: 0.3, Wait: 0.2, Tasks: 2, Known: true, Pod: "job-1", Names: "batch/job-1/worker"},
 		{Label: "shop/web-0/nginx", IDs: []string{pod1 + "/" + cidA}, Run: 0.75, Wait: 1.5, Tasks: 6, Known: true, Pod: "web-0", Names: "shop/web-0/nginx"},
+		{Label: "shop/web-0/" + cidB[:13], IDs: []string{pod1 + "/" + cidB}, Tasks: 1, Known: true, Pod: "web-0", Names: "shop/web-0"},
 	}
 	if diff := cmp.Diff(wantContainers, containers, byLabel); diff != "" {
 		t.Errorf("containers (-want +got):\n%s", diff)

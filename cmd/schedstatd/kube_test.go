@@ -334,7 +334,7 @@ func checkRows(t *testing.T, what string, rows []string, starved, light string, 
 	for _, p := range pods {
 		if containers {
 			allowed[p.containerLabel()] = true
-			allowed[p.sandbox[:13]] = true
+			allowed[p.podLabel()+"/"+p.sandbox[:13]] = true
 		} else {
 			allowed[p.podLabel()] = true
 		}
