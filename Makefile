@@ -4,7 +4,7 @@ LDFLAGS  := -X github.com/prometheus/common/version.Version=$(VERSION) -X github
 PKGS     ?= ./...
 BENCHOUT ?= bench.txt
 
-.PHONY: all build run test test-deps test-short vet lint fmt-check fuzz fuzz-smoke soak bench bench-smoke update-golden tidy-check clean
+.PHONY: all build run test test-deps test-short vet staticcheck lint fmt-check fuzz fuzz-smoke soak bench bench-smoke update-golden tidy-check clean
 
 all: build
 
@@ -14,9 +14,10 @@ build:
 run: build
 	./schedstatd
 
-# test is what CI runs: formatting, vet, module hygiene, the race-enabled
-# suite, and every benchmark once so none rots.
-test: test-deps fmt-check vet tidy-check
+# test is what CI runs: formatting, vet, staticcheck, module hygiene, the
+# race-enabled suite, every fuzz target briefly, and every benchmark once so
+# none rots.
+test: test-deps fmt-check vet staticcheck tidy-check
 	$(GO) test -race -count=1 -timeout 20m $(PKGS)
 	$(MAKE) fuzz-smoke
 	$(MAKE) bench-smoke
@@ -42,7 +43,13 @@ test-short:
 vet:
 	$(GO) vet $(PKGS)
 
-lint: vet fmt-check
+# staticcheck runs a pinned release through the module proxy, so nothing
+# needs installing first.
+STATICCHECK ?= honnef.co/go/tools/cmd/staticcheck@v0.8.2
+staticcheck:
+	$(GO) run $(STATICCHECK) $(PKGS)
+
+lint: vet fmt-check staticcheck
 
 fmt-check:
 	@out=$$($(dir $(GO))gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go')); \

@@ -63,16 +63,3 @@ func readAll(fd int, buf []byte) ([]byte, error) {
 		buf = buf[:len(buf)+n]
 	}
 }
-
-// readFileAt reads the file name (NUL-terminated) below dirfd into buf,
-// which it empties first, and returns the buffer with the contents. The
-// returned buffer may have grown; callers keep it for the next read.
-func readFileAt(dirfd int, name, buf []byte) ([]byte, error) {
-	fd, err := openat(dirfd, name, unix.O_RDONLY)
-	if err != nil {
-		return buf[:0], err
-	}
-	buf, err = readAll(fd, buf[:0])
-	unix.Close(fd)
-	return buf, err
-}

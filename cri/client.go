@@ -252,7 +252,7 @@ func (c *Client) list(ctx context.Context) (*cache, *runtimeapi.VersionResponse,
 			return c.rt.Version(ctx, &runtimeapi.VersionRequest{})
 		})
 		if err != nil {
-			return nil, nil, fmt.Errorf("Version: %w", err)
+			return nil, nil, fmt.Errorf("RuntimeService/Version: %w", err)
 		}
 		version = v
 	}
@@ -260,13 +260,13 @@ func (c *Client) list(ctx context.Context) (*cache, *runtimeapi.VersionResponse,
 		return c.rt.ListPodSandbox(ctx, &runtimeapi.ListPodSandboxRequest{})
 	})
 	if err != nil {
-		return nil, nil, fmt.Errorf("ListPodSandbox: %w", err)
+		return nil, nil, fmt.Errorf("RuntimeService/ListPodSandbox: %w", err)
 	}
 	ctrs, err := call(ctx, c.cfg.CallTimeout, func(ctx context.Context) (*runtimeapi.ListContainersResponse, error) {
 		return c.rt.ListContainers(ctx, &runtimeapi.ListContainersRequest{})
 	})
 	if err != nil {
-		return nil, nil, fmt.Errorf("ListContainers: %w", err)
+		return nil, nil, fmt.Errorf("RuntimeService/ListContainers: %w", err)
 	}
 	var tags map[string]string
 	for _, ctr := range ctrs.GetContainers() {

@@ -9,7 +9,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"runtime"
 	"sync"
 	"syscall"
 	"testing"
@@ -65,20 +64,13 @@ func build(t *testing.T, race bool) string {
 	if race {
 		args = append(args, "-race")
 	}
-	out, err := exec.Command(goTool(), append(args, ".")...).CombinedOutput()
+	// go test puts its own Go first in PATH.
+	out, err := exec.Command("go", append(args, ".")...).CombinedOutput()
 	if err != nil {
 		t.Fatalf("go build: %v\n%s", err, out)
 	}
 	binPaths[race] = args[2]
 	return args[2]
-}
-
-// goTool finds the go command: on PATH, else where this test's Go is.
-func goTool() string {
-	if p, err := exec.LookPath("go"); err == nil {
-		return p
-	}
-	return filepath.Join(runtime.GOROOT(), "bin", "go")
 }
 
 // freeAddr returns a loopback address with a port nothing listens on.
