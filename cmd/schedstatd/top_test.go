@@ -29,9 +29,10 @@ type topRun struct {
 // and waits at most 30 seconds for it.
 func runTop(t *testing.T, args ...string) topRun {
 	t.Helper()
+	bin := binary(t) // built first: a cold build may take longer than the run may
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	cmd := exec.CommandContext(ctx, binary(t), append([]string{"top"}, args...)...)
+	cmd := exec.CommandContext(ctx, bin, append([]string{"top"}, args...)...)
 	var stdout, stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
 	err := cmd.Run()
