@@ -8,8 +8,8 @@ import (
 	"github.com/schedstatd/schedstatd/cgroupfs"
 	"github.com/schedstatd/schedstatd/container"
 	"github.com/schedstatd/schedstatd/internal/baseline"
-	"github.com/schedstatd/schedstatd/internal/sleepers"
 	"github.com/schedstatd/schedstatd/internal/synth"
+	"github.com/schedstatd/schedstatd/internal/testproc"
 	"github.com/schedstatd/schedstatd/schedstat"
 )
 
@@ -26,10 +26,10 @@ const depthLeaves = 10
 // and once more for the root. reads/op counts schedstat reads per pass.
 func BenchmarkDepth(b *testing.B) {
 	const threads = 2000
-	p := sleepers.Start(b, threads)
+	p := testproc.StartSleepers(b, threads)
 	m := modes[0]
 	for _, depth := range []int{1, 4, 8} {
-		tree := depthTree(depth, p.TIDs)
+		tree := depthTree(depth, p.Workers)
 		b.Run(fmt.Sprintf("threads=%d/depth=%d", threads, depth), func(b *testing.B) {
 			b.Run("schedstatd", func(b *testing.B) {
 				reads := countReads(b, tree)

@@ -6,12 +6,12 @@ import (
 	"testing"
 
 	"github.com/schedstatd/schedstatd/internal/benchx"
-	"github.com/schedstatd/schedstatd/internal/sleepers"
+	"github.com/schedstatd/schedstatd/internal/testproc"
 	"golang.org/x/sys/unix"
 )
 
 func TestMain(m *testing.M) {
-	sleepers.Main()
+	testproc.Main()
 	os.Exit(m.Run())
 }
 

@@ -5,7 +5,7 @@ import (
 	"strconv"
 	"testing"
 
-	"github.com/schedstatd/schedstatd/internal/sleepers"
+	"github.com/schedstatd/schedstatd/internal/testproc"
 	"github.com/schedstatd/schedstatd/schedstat"
 	"golang.org/x/sys/unix"
 )
@@ -32,8 +32,8 @@ func BenchmarkOpen(b *testing.B) {
 	}
 	for _, n := range sizes {
 		b.Run(fmt.Sprintf("threads-in-process=%d", n), func(b *testing.B) {
-			p := sleepers.Start(b, n)
-			tids := p.TIDs[:openBatch]
+			p := testproc.StartSleepers(b, n)
+			tids := p.Workers[:openBatch]
 			b.Run("schedstat.Open", func(b *testing.B) {
 				measure(b, modes[0], openBatch, func() {
 					for _, tid := range tids {

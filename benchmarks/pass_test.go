@@ -13,8 +13,8 @@ import (
 	"github.com/schedstatd/schedstatd/container"
 	"github.com/schedstatd/schedstatd/internal/baseline"
 	"github.com/schedstatd/schedstatd/internal/e2e"
-	"github.com/schedstatd/schedstatd/internal/sleepers"
 	"github.com/schedstatd/schedstatd/internal/testcg"
+	"github.com/schedstatd/schedstatd/internal/testproc"
 	"github.com/schedstatd/schedstatd/taskiter"
 	"golang.org/x/sys/unix"
 )
@@ -44,7 +44,7 @@ func BenchmarkPass(b *testing.B) {
 	cgroups := pods * (1 + containersPerPod)
 	b.Run(fmt.Sprintf("threads=%d/cgroups=%d", threads, cgroups), func(b *testing.B) {
 		top, leaves := makePods(b, pods)
-		p := sleepers.Start(b, threads)
+		p := testproc.StartSleepers(b, threads)
 		place(b, top, leaves, p)
 		b.Run("pread", func(b *testing.B) {
 			var l cgroupfs.Listing
@@ -191,7 +191,7 @@ func makePods(tb testing.TB, pods int) (string, []string) {
 // place moves the helper into top and deals its sleeping threads out over
 // leaves, one thread at a time through the v1 tasks files. Its runtime
 // threads stay in top.
-func place(tb testing.TB, top string, leaves []string, p *sleepers.Proc) {
+func place(tb testing.TB, top string, leaves []string, p *testproc.Proc) {
 	tb.Helper()
 	testcg.Move(tb, top, p.PID)
 	fds := make([]int, len(leaves))
@@ -204,7 +204,7 @@ func place(tb testing.TB, top string, leaves []string, p *sleepers.Proc) {
 		fds[i] = fd
 	}
 	var buf []byte
-	for i, tid := range p.TIDs {
+	for i, tid := range p.Workers {
 		buf = strconv.AppendInt(buf[:0], int64(tid), 10)
 		if _, err := unix.Write(fds[i%len(fds)], buf); err != nil {
 			tb.Fatalf("move thread %d into %s: %v", tid, leaves[i%len(fds)], err)

@@ -6,7 +6,7 @@ import (
 	"testing"
 
 	"github.com/schedstatd/schedstatd/internal/baseline"
-	"github.com/schedstatd/schedstatd/internal/sleepers"
+	"github.com/schedstatd/schedstatd/internal/testproc"
 	"github.com/schedstatd/schedstatd/schedstat"
 )
 
@@ -24,11 +24,11 @@ func BenchmarkRead(b *testing.B) {
 	for _, n := range sizes {
 		b.Run(fmt.Sprintf("threads=%d", n), func(b *testing.B) {
 			raiseNoFile(b, uint64(n+fdReserve))
-			p := sleepers.Start(b, n)
+			p := testproc.StartSleepers(b, n)
 			read := baseline.ReadFile("/proc")
 			b.Run("readfile", func(b *testing.B) {
 				eachMode(b, n, func() {
-					for _, tid := range p.TIDs {
+					for _, tid := range p.Workers {
 						if _, err := read(tid); err != nil {
 							b.Fatal(err)
 						}
@@ -37,7 +37,7 @@ func BenchmarkRead(b *testing.B) {
 			})
 			b.Run("open-read-close", func(b *testing.B) {
 				paths := make([]string, n)
-				for i, tid := range p.TIDs {
+				for i, tid := range p.Workers {
 					paths[i] = "/proc/" + strconv.Itoa(int(tid)) + "/schedstat"
 				}
 				buf := make([]byte, schedstat.BufferSize)
@@ -50,7 +50,7 @@ func BenchmarkRead(b *testing.B) {
 				})
 			})
 			b.Run("kept-fd", func(b *testing.B) {
-				tasks := openTasks(b, p.TIDs)
+				tasks := openTasks(b, p.Workers)
 				buf := make([]byte, schedstat.BufferSize)
 				eachMode(b, n, func() {
 					for _, t := range tasks {

@@ -5,7 +5,7 @@ import (
 
 	"github.com/schedstatd/schedstatd/cgroupfs"
 	"github.com/schedstatd/schedstatd/container"
-	"github.com/schedstatd/schedstatd/internal/sleepers"
+	"github.com/schedstatd/schedstatd/internal/testproc"
 )
 
 // TestSteadyStateAllocs pins the per-task cost of a pass at zero
@@ -15,12 +15,12 @@ import (
 // grow with the threads.
 func TestSteadyStateAllocs(t *testing.T) {
 	_, s := open(t, "")
-	p := sleepers.Start(t, 1000)
+	p := testproc.StartSleepers(t, 1000)
 	if err := s.Read(); err != nil {
 		t.Fatal(err)
 	}
-	hs := make([]container.TaskHandle, len(p.TIDs))
-	for i, tid := range p.TIDs {
+	hs := make([]container.TaskHandle, len(p.Workers))
+	for i, tid := range p.Workers {
 		h, err := s.Opener().Open(tid)
 		if err != nil {
 			t.Fatal(err)
@@ -54,13 +54,13 @@ func TestSteadyStateAllocs(t *testing.T) {
 	}
 	list()
 	few := testing.AllocsPerRun(10, list)
-	more := sleepers.Start(t, 1000)
+	more := testproc.StartSleepers(t, 1000)
 	list()
 	many := testing.AllocsPerRun(10, list)
 	if failed != nil {
 		t.Fatal(failed)
 	}
-	t.Logf("List: %v allocations with %d cgroups, %v with %d more threads", few, len(listing.Cgroups), many, len(more.TIDs))
+	t.Logf("List: %v allocations with %d cgroups, %v with %d more threads", few, len(listing.Cgroups), many, len(more.Workers))
 	if many > few+2 {
 		t.Errorf("List allocations grew from %v to %v with 1000 more threads", few, many)
 	}

@@ -8,7 +8,7 @@ import (
 	"github.com/schedstatd/schedstatd/internal/baseline"
 	"github.com/schedstatd/schedstatd/internal/benchx"
 	"github.com/schedstatd/schedstatd/internal/e2e"
-	"github.com/schedstatd/schedstatd/internal/sleepers"
+	"github.com/schedstatd/schedstatd/internal/testproc"
 	"github.com/schedstatd/schedstatd/schedstat"
 	"golang.org/x/sys/unix"
 )
@@ -31,12 +31,12 @@ func BenchmarkRead(b *testing.B) {
 	for _, n := range sizes {
 		b.Run(fmt.Sprintf("threads=%d", n), func(b *testing.B) {
 			fds := raiseNoFile(b, uint64(n+fdReserve))
-			p := sleepers.Start(b, n)
+			p := testproc.StartSleepers(b, n)
 			_, s := open(b, "")
 			b.Run("readfile", func(b *testing.B) {
 				read := baseline.ReadFile("/proc")
 				eachMode(b, n, func() {
-					for _, tid := range p.TIDs {
+					for _, tid := range p.Workers {
 						if _, err := read(tid); err != nil {
 							b.Fatal(err)
 						}
@@ -44,7 +44,7 @@ func BenchmarkRead(b *testing.B) {
 				})
 			})
 			b.Run("pread", func(b *testing.B) {
-				tids := p.TIDs
+				tids := p.Workers
 				if fit := fds - fdReserve; fit < len(tids) {
 					b.Logf("RLIMIT_NOFILE cannot be raised above %d: pread over %d threads of %d", fds, fit, len(tids))
 					tids = tids[:fit]
@@ -71,8 +71,8 @@ func BenchmarkRead(b *testing.B) {
 				if err := s.Read(); err != nil {
 					b.Fatal(err)
 				}
-				hs := make([]container.TaskHandle, len(p.TIDs))
-				for i, tid := range p.TIDs {
+				hs := make([]container.TaskHandle, len(p.Workers))
+				for i, tid := range p.Workers {
 					h, err := s.Opener().Open(tid)
 					if err != nil {
 						b.Fatal(err)

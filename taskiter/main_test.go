@@ -7,14 +7,12 @@ import (
 
 	"github.com/schedstatd/schedstatd/cgroupfs"
 	"github.com/schedstatd/schedstatd/internal/e2e"
-	"github.com/schedstatd/schedstatd/internal/sleepers"
 	"github.com/schedstatd/schedstatd/internal/testproc"
 	"github.com/schedstatd/schedstatd/taskiter"
 )
 
 func TestMain(m *testing.M) {
 	testproc.Main()
-	sleepers.Main()
 	os.Exit(m.Run())
 }
 

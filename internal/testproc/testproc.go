@@ -1,7 +1,9 @@
-// Package testproc starts real helper processes for tests: the test binary
-// re-executed with a number of threads that spin on a CPU until told to
-// exit. Call Main from TestMain so the re-executed binary becomes the
-// helper instead of running tests.
+// Package testproc starts real helper processes for tests and benchmarks:
+// the test binary re-executed with a number of threads that spin on a CPU
+// until told to exit (Start, StartIn), or that sleep for the life of the
+// process (StartSleepers), or that churn short-lived threads and processes
+// (StartChurnIn). Call Main from TestMain so the re-executed binary
+// becomes the helper instead of running tests.
 package testproc
 
 import (
@@ -21,8 +23,9 @@ import (
 )
 
 const (
-	envMode  = "SCHEDSTATD_TESTPROC_THREADS"
-	envChurn = "SCHEDSTATD_TESTPROC_CHURN"
+	envMode     = "SCHEDSTATD_TESTPROC_THREADS"
+	envSleepers = "SCHEDSTATD_TESTPROC_SLEEPERS"
+	envChurn    = "SCHEDSTATD_TESTPROC_CHURN"
 )
 
 // In a helper, the main goroutine keeps the main thread, so no worker runs
@@ -34,24 +37,27 @@ func init() {
 	}
 }
 
-// Main turns the process into a helper when it was started by Start, and
-// returns otherwise. Call it first in TestMain.
+// Main turns the process into a helper when it was started by Start,
+// StartIn, StartSleepers or StartChurnIn, and returns otherwise. Call it
+// first in TestMain.
 func Main() {
 	if os.Getenv(envChurn) != "" {
 		churn()
 		os.Exit(0)
 	}
-	s := os.Getenv(envMode)
-	if s == "" {
-		return
+	for env, run := range map[string]func(int){envMode: helper, envSleepers: sleepers} {
+		s := os.Getenv(env)
+		if s == "" {
+			continue
+		}
+		n, err := strconv.Atoi(s)
+		if err != nil || n < 0 {
+			fmt.Fprintf(os.Stderr, "testproc: %s=%q is not a thread count\n", env, s)
+			os.Exit(2)
+		}
+		run(n)
+		os.Exit(0)
 	}
-	n, err := strconv.Atoi(s)
-	if err != nil {
-		fmt.Fprintln(os.Stderr, "testproc:", err)
-		os.Exit(2)
-	}
-	helper(n)
-	os.Exit(0)
 }
 
 // helper starts n threads that spin until a byte arrives on stdin, prints
@@ -91,7 +97,8 @@ func helper(n int) {
 // Proc is a running helper process.
 type Proc struct {
 	Cmd *exec.Cmd
-	// PID is the process id; Workers are the ids of the spinning threads.
+	// PID is the process id; Workers are the ids of its spinning or
+	// sleeping threads, not of its runtime's.
 	PID     int
 	Workers []int32
 	stdin   io.WriteCloser
@@ -103,7 +110,7 @@ type Proc struct {
 // ends. attr, if not nil, is used as the command's SysProcAttr.
 func Start(t testing.TB, threads int, attr *syscall.SysProcAttr) *Proc {
 	t.Helper()
-	return start(t, exec.Command(os.Args[0], "-test.run=^$"), threads, attr)
+	return start(t, exec.Command(os.Args[0], "-test.run=^$"), envMode, threads, attr)
 }
 
 // StartIn is Start with the helper in the cgroup at dir from its first
@@ -113,15 +120,17 @@ func StartIn(t testing.TB, threads int, dir string) *Proc {
 	t.Helper()
 	cmd := exec.Command("/bin/sh", "-c", `echo $$ > "$SCHEDSTATD_TESTPROC_CGROUP/cgroup.procs" && exec "$0" -test.run='^$'`, os.Args[0])
 	cmd.Env = append(os.Environ(), "SCHEDSTATD_TESTPROC_CGROUP="+dir)
-	return start(t, cmd, threads, nil)
+	return start(t, cmd, envMode, threads, nil)
 }
 
-func start(t testing.TB, cmd *exec.Cmd, threads int, attr *syscall.SysProcAttr) *Proc {
+// start runs cmd as the helper that env names, with the given number of
+// threads, and reads the ids of those threads from its first line.
+func start(t testing.TB, cmd *exec.Cmd, env string, threads int, attr *syscall.SysProcAttr) *Proc {
 	t.Helper()
 	if cmd.Env == nil {
 		cmd.Env = os.Environ()
 	}
-	cmd.Env = append(cmd.Env, envMode+"="+strconv.Itoa(threads))
+	cmd.Env = append(cmd.Env, env+"="+strconv.Itoa(threads))
 	cmd.Stderr = os.Stderr
 	cmd.SysProcAttr = attr
 	stdin, err := cmd.StdinPipe()
@@ -139,14 +148,19 @@ func start(t testing.TB, cmd *exec.Cmd, threads int, attr *syscall.SysProcAttr) 
 	t.Cleanup(p.Kill)
 	line, err := bufio.NewReader(stdout).ReadString('\n')
 	if err != nil {
-		t.Fatalf("helper %d: %v", p.PID, err)
+		t.Fatalf("helper %d with %d threads: %v", p.PID, threads, err)
 	}
-	for _, f := range strings.Fields(line)[1:] {
+	fields := strings.Fields(line)
+	if len(fields) != threads+1 || fields[0] != "tids" {
+		t.Fatalf("helper %d printed %d fields for %d threads", p.PID, len(fields), threads)
+	}
+	p.Workers = make([]int32, threads)
+	for i, f := range fields[1:] {
 		id, err := strconv.Atoi(f)
 		if err != nil {
-			t.Fatalf("helper said %q", line)
+			t.Fatalf("helper %d printed thread id %q", p.PID, f)
 		}
-		p.Workers = append(p.Workers, int32(id))
+		p.Workers[i] = int32(id)
 	}
 	return p
 }
@@ -235,6 +249,7 @@ func (p *Proc) Kill() {
 	default:
 	}
 	close(p.done)
+	p.stdin.Close()
 	p.Cmd.Process.Kill()
 	p.Cmd.Wait()
 }
