@@ -23,15 +23,17 @@ test: test-deps fmt-check vet staticcheck tidy-check
 	$(MAKE) bench-smoke
 
 # test-deps installs the programs the end-to-end tests drive that a fresh
-# Debian machine lacks (tmux, for the live view of `top`), where it can: as
-# root with apt-get. Elsewhere the tests that need them say what is missing.
-TEST_TOOLS ?= tmux
+# Debian machine lacks, where it can: as root with apt-get. TEST_TOOLS
+# pairs each command with its Debian package: tmux for the live view of
+# `top`, promtool (in prometheus) for the alert rules' unit tests. Elsewhere
+# the tests that need them say what is missing.
+TEST_TOOLS ?= tmux:tmux promtool:prometheus
 test-deps:
-	@missing=""; for t in $(TEST_TOOLS); do command -v $$t >/dev/null 2>&1 || missing="$$missing $$t"; done; \
+	@missing=""; for tp in $(TEST_TOOLS); do command -v $${tp%%:*} >/dev/null 2>&1 || missing="$$missing $${tp#*:}"; done; \
 	if [ -n "$$missing" ]; then \
 		if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then \
 			echo "installing$$missing for the end-to-end tests"; \
-			apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $$missing >/dev/null; \
+			apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends $$missing >/dev/null; \
 		else \
 			echo "not installed:$$missing (the end-to-end tests that drive them will say so)"; \
 		fi; \

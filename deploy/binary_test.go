@@ -184,7 +184,9 @@ func TestDaemonSetArgsServe(t *testing.T) {
 	if up != 1 {
 		t.Fatalf("schedstatd_runtime_up is %v with a CRI server on the mapped socket\n%s", up, &stderr)
 	}
-	checkQueries(t, loadDashboard(t), names, "the daemon's /metrics")
+	checkQueries(t, loadDashboard(t).queries(t), names, "the daemon's /metrics")
+	names["up"] = true // Prometheus's own, for each target
+	checkQueries(t, alertQueries(t), names, "the daemon's /metrics")
 }
 
 // scrape returns the series names of the daemon's /metrics, and

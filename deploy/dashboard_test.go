@@ -18,8 +18,10 @@ import (
 	"github.com/schedstatd/schedstatd/collector"
 	"github.com/schedstatd/schedstatd/container"
 	"github.com/schedstatd/schedstatd/cri"
+	"github.com/schedstatd/schedstatd/exitcapture"
 	"github.com/schedstatd/schedstatd/internal/synth"
 	"github.com/schedstatd/schedstatd/internal/testrun"
+	"github.com/schedstatd/schedstatd/taskiter"
 )
 
 // dashboard is the part of a Grafana dashboard the tests read.
@@ -169,8 +171,9 @@ func TestMetricNames(t *testing.T) {
 
 // registryNames returns the names of every series a registry like the
 // daemon's exposes: the exporter of a poller over a synthetic tree, its
-// pass-duration histogram, the runtime client's metrics, and the Go and
-// process collectors. Histograms and summaries give their _bucket, _sum
+// pass-duration histogram, the runtime client's, the task iterator's and
+// exit capture's metrics (both unloaded), and the Go and process
+// collectors. Histograms and summaries give their _bucket, _sum
 // and _count names.
 func registryNames(t *testing.T) map[string]bool {
 	t.Helper()
@@ -193,6 +196,7 @@ func registryNames(t *testing.T) map[string]bool {
 	defer rt.Close()
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(collector.NewExporter(p, collector.WithLabeler(rt)), p.Duration(), rt,
+		taskiter.NewCollector(nil), exitcapture.NewCollector(nil, func() uint64 { return 0 }),
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	mfs, err := reg.Gather()
 	if err != nil {
@@ -216,11 +220,11 @@ func addFamily(names map[string]bool, name string, typ dto.MetricType) {
 	}
 }
 
-// checkQueries fails for every metric a dashboard query names that names
-// lacks.
-func checkQueries(t *testing.T, d *dashboard, names map[string]bool, source string) {
+// checkQueries fails for every metric a query (by where it is) names that
+// names lacks.
+func checkQueries(t *testing.T, queries map[string]string, names map[string]bool, source string) {
 	t.Helper()
-	for where, expr := range d.queries(t) {
+	for where, expr := range queries {
 		found := metricNames(expr)
 		if len(found) == 0 {
 			t.Errorf("%s: no metric in %q", where, expr)
@@ -247,9 +251,9 @@ func TestDashboardQueriesExportedMetrics(t *testing.T) {
 			t.Fatalf("the registry lacks %s; the test would prove nothing", n)
 		}
 	}
-	checkQueries(t, d, names, "in-process registry")
+	checkQueries(t, d.queries(t), names, "in-process registry")
 
-	// What the brief asks of the dashboard.
+	// The panels the dashboard is for: wait, run, coverage, per pod.
 	all := strings.Join(slices.Collect(maps.Values(d.queries(t))), "\n")
 	for _, want := range []string{
 		"container_cpu_schedstat_runqueue_seconds_total",
