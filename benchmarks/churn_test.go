@@ -8,6 +8,7 @@ import (
 	"github.com/schedstatd/schedstatd/cgroupfs"
 	"github.com/schedstatd/schedstatd/container"
 	"github.com/schedstatd/schedstatd/internal/baseline"
+	"github.com/schedstatd/schedstatd/internal/benchx"
 	"github.com/schedstatd/schedstatd/internal/synth"
 	"github.com/schedstatd/schedstatd/schedstat"
 	"golang.org/x/sys/unix"
@@ -160,9 +161,9 @@ func BenchmarkMapGrowth(b *testing.B) {
 					}
 					perRun := b.Elapsed().Nanoseconds() / int64(b.N)
 					entries := a.entries()
-					with := heapAfterGC()
+					with := benchx.HeapAfterGC()
 					runtime.KeepAlive(a)
-					without := heapAfterGC()
+					without := benchx.HeapAfterGC()
 					if n.k.Live() != live {
 						b.Fatalf("node has %d live tasks, want %d", n.k.Live(), live)
 					}

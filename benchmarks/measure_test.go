@@ -2,7 +2,6 @@ package benchmarks_test
 
 import (
 	"os"
-	"runtime"
 	"testing"
 
 	"github.com/schedstatd/schedstatd/internal/benchx"
@@ -68,13 +67,4 @@ func fitThreads(tb testing.TB, want int) int {
 	fit := (int(lim.Max) - fdReserve) / 100 * 100
 	tb.Logf("RLIMIT_NOFILE hard limit %d cannot be raised: %d threads instead of %d", lim.Max, fit, want)
 	return fit
-}
-
-// heapAfterGC returns the bytes of live heap objects.
-func heapAfterGC() uint64 {
-	var m runtime.MemStats
-	runtime.GC()
-	runtime.GC()
-	runtime.ReadMemStats(&m)
-	return m.HeapAlloc
 }

@@ -83,26 +83,11 @@ func BenchmarkPass(b *testing.B) {
 		})
 		b.Run("schedstatd", func(b *testing.B) {
 			table := container.NewTable(openTop(b, top), container.ProcOpener{Root: "/proc"})
-			b.Cleanup(func() { table.Close() })
-			for range 2 {
-				if err := table.Pass(); err != nil {
-					b.Fatal(err)
-				}
-			}
-			tasks := table.Snapshot().Cgroups[0].Tasks
+			tasks := warm(b, table).Cgroups[0].Tasks
 			if tasks < threads {
 				b.Fatalf("a pass read %d tasks of %d threads", tasks, threads)
 			}
-			for _, m := range modes {
-				b.Run(m.Name, func(b *testing.B) {
-					measure(b, m, tasks, func() {
-						if err := table.Pass(); err != nil {
-							b.Fatal(err)
-						}
-					})
-					b.ReportMetric(float64(table.Len()), "live-entries")
-				})
-			}
+			measureTable(b, table, tasks)
 		})
 		b.Run("iter", func(b *testing.B) {
 			// The iterator reads every task on the node and resolves cgroups
@@ -118,29 +103,13 @@ func BenchmarkPass(b *testing.B) {
 			}
 			b.Cleanup(func() { src.Close() })
 			table := container.NewTable(src.Lister(), src.Opener())
-			b.Cleanup(func() { table.Close() })
-			for range 2 {
-				if err := table.Pass(); err != nil {
-					b.Fatal(err)
-				}
-			}
-			s := table.Snapshot()
-			tasks := s.Cgroups[0].Tasks
+			s := warm(b, table)
 			rel := strings.TrimPrefix(top, h.Dir())
 			i := slices.IndexFunc(s.Cgroups, func(c container.CgroupStats) bool { return c.Path == rel })
 			if i < 0 || s.Cgroups[i].Tasks < threads {
 				b.Fatalf("no cgroup %s with %d threads in the iterator's pass", rel, threads)
 			}
-			for _, m := range modes {
-				b.Run(m.Name, func(b *testing.B) {
-					measure(b, m, tasks, func() {
-						if err := table.Pass(); err != nil {
-							b.Fatal(err)
-						}
-					})
-					b.ReportMetric(float64(table.Len()), "live-entries")
-				})
-			}
+			measureTable(b, table, s.Cgroups[0].Tasks)
 		})
 		b.Run("readfile", func(b *testing.B) {
 			h := openTop(b, top)
@@ -163,6 +132,33 @@ func BenchmarkPass(b *testing.B) {
 			}
 		})
 	})
+}
+
+// warm runs two passes of table, closed when b ends, so that every task is
+// known, and returns the second's snapshot.
+func warm(b *testing.B, table *container.Table) *container.Snapshot {
+	b.Cleanup(func() { table.Close() })
+	for range 2 {
+		if err := table.Pass(); err != nil {
+			b.Fatal(err)
+		}
+	}
+	return table.Snapshot()
+}
+
+// measureTable measures steady-state passes of table in every mode, per
+// task of tasks.
+func measureTable(b *testing.B, table *container.Table, tasks int) {
+	for _, m := range modes {
+		b.Run(m.Name, func(b *testing.B) {
+			measure(b, m, tasks, func() {
+				if err := table.Pass(); err != nil {
+					b.Fatal(err)
+				}
+			})
+			b.ReportMetric(float64(table.Len()), "live-entries")
+		})
+	}
 }
 
 // makePods makes a test cgroup with pods pod cgroups of containersPerPod

@@ -1,10 +1,10 @@
 package container_test
 
 import (
-	"runtime"
 	"testing"
 
 	"github.com/schedstatd/schedstatd/container"
+	"github.com/schedstatd/schedstatd/internal/benchx"
 	"github.com/schedstatd/schedstatd/internal/synth"
 )
 
@@ -57,14 +57,6 @@ func (c *churner) churn(n int) {
 	c.tree.Set("/pod", c.live...)
 }
 
-func heapAfterGC() uint64 {
-	var m runtime.MemStats
-	runtime.GC()
-	runtime.GC()
-	runtime.ReadMemStats(&m)
-	return m.HeapAlloc
-}
-
 func TestChurnStaysBounded(t *testing.T) {
 	const live, perPass, identities = 1000, 500, 1_000_000
 	passes := identities / perPass
@@ -80,7 +72,7 @@ func TestChurnStaysBounded(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	before := heapAfterGC()
+	before := benchx.HeapAfterGC()
 	prevLive := live
 	var last uint64
 	for range passes {
@@ -100,7 +92,7 @@ func TestChurnStaysBounded(t *testing.T) {
 		}
 		last = run
 	}
-	after := heapAfterGC()
+	after := benchx.HeapAfterGC()
 	t.Logf("%d identities over %d passes; heap %d -> %d bytes; %+v", c.made, passes, before, after, table.Counters())
 	if float64(after) > 1.25*float64(before) {
 		t.Errorf("heap grew from %d to %d bytes (more than 25%%) under churn", before, after)
@@ -121,7 +113,7 @@ func TestBurstGivesMemoryBack(t *testing.T) {
 	if err := table.Pass(); err != nil {
 		t.Fatal(err)
 	}
-	before := heapAfterGC()
+	before := benchx.HeapAfterGC()
 
 	// A burst of 100,000 live tasks, then back to 1,000.
 	burst := append([]int32(nil), c.live...)
@@ -150,7 +142,7 @@ func TestBurstGivesMemoryBack(t *testing.T) {
 	if table.Counters().Rebuilds == 0 {
 		t.Error("the task map was not rebuilt after the burst")
 	}
-	after := heapAfterGC()
+	after := benchx.HeapAfterGC()
 	t.Logf("heap %d -> %d bytes", before, after)
 	if float64(after) > 1.25*float64(before) {
 		t.Errorf("heap %d bytes after the burst, %d before: the map kept its buckets", after, before)

@@ -12,6 +12,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 	"github.com/prometheus/procfs"
 
+	"github.com/schedstatd/schedstatd/internal/testproc"
 	"github.com/schedstatd/schedstatd/schedstat"
 )
 
@@ -203,13 +204,13 @@ func TestParseMatchesProcfsLive(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	tids := selfTIDs(t)
+	tids := testproc.Threads(t, os.Getpid())
 	if len(tids) < 2 {
 		t.Fatalf("found %d threads in /proc/self/task, want several", len(tids))
 	}
 	checked := 0
 	for _, tid := range tids {
-		err := checkLiveTask(t, procFS, fake, tid)
+		err := checkLiveTask(t, procFS, fake, int(tid))
 		if schedstat.IsGone(err) {
 			// A thread of this process, from some earlier test, exited.
 			continue
@@ -280,24 +281,6 @@ func checkLiveTask(t *testing.T, procFS procfs.FS, fake *fakeProcfs, tid int) er
 		t.Errorf("tid %d: ParseStartTime = %d, procfs live Starttime = %d", tid, start, ps.Starttime)
 	}
 	return nil
-}
-
-// selfTIDs lists the thread ids of this process.
-func selfTIDs(t testing.TB) []int {
-	t.Helper()
-	ents, err := os.ReadDir("/proc/self/task")
-	if err != nil {
-		t.Fatal(err)
-	}
-	var tids []int
-	for _, e := range ents {
-		tid, err := strconv.Atoi(e.Name())
-		if err != nil {
-			t.Fatalf("/proc/self/task/%s: not a thread id", e.Name())
-		}
-		tids = append(tids, tid)
-	}
-	return tids
 }
 
 // statLE reports whether a is no greater than b in every field.

@@ -79,3 +79,13 @@ func EachMode(b *testing.B, tasks int, pass func()) {
 		b.Run(m.Name, func(b *testing.B) { Measure(b, m, tasks, pass) })
 	}
 }
+
+// HeapAfterGC returns the bytes of live heap objects, after two
+// collections (the second frees what the first's finalizers let go).
+func HeapAfterGC() uint64 {
+	var m runtime.MemStats
+	runtime.GC()
+	runtime.GC()
+	runtime.ReadMemStats(&m)
+	return m.HeapAlloc
+}
