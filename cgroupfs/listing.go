@@ -29,6 +29,11 @@ type Cgroup struct {
 	// then empty), a counter that could not be read (HasUsage is then
 	// false), or a directory whose children could not be listed.
 	Err error
+	// SubtreeUnread reports that the cgroup's children could not be
+	// listed (or the cgroup itself not examined, when ID is 0) for a
+	// reason other than removal: its descendants are missing from the
+	// listing but not gone, and a reader must keep what it knew of them.
+	SubtreeUnread bool
 }
 
 // Listing is one pass's view of a cgroup hierarchy. Cgroups[0] is the root

@@ -77,7 +77,10 @@ func (w *walker) visit(l *Listing, parentfd int, n *node, parent int) error {
 	case IsRemoved(err):
 		return nil
 	default:
-		l.Add(n.rel, parent).Err = w.pathError(n, "", err)
+		// Not proof of removal: the cgroup and what lies below it are
+		// unknown this pass, not gone.
+		c := l.Add(n.rel, parent)
+		c.Err, c.SubtreeUnread = w.pathError(n, "", err), true
 		l.Errors++
 		return nil
 	}
@@ -87,8 +90,8 @@ func (w *walker) visit(l *Listing, parentfd int, n *node, parent int) error {
 	err = w.readOwn(parentfd, n, &l.Cgroups[idx])
 	start := len(w.stack)
 	fd := -1
+	var derr error
 	if !w.kernfs || nlink != 2 {
-		var derr error
 		if fd, derr = openDir(parentfd, n.dir); derr == nil {
 			defer unix.Close(fd)
 			derr = w.listKids(fd, n)
@@ -109,6 +112,7 @@ func (w *walker) visit(l *Listing, parentfd int, n *node, parent int) error {
 			return nil
 		}
 		l.Cgroups[idx].Err = err
+		l.Cgroups[idx].SubtreeUnread = derr != nil
 		l.Errors++
 	}
 	end := len(w.stack)

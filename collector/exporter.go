@@ -39,7 +39,19 @@ var (
 	readErrorsDesc = prometheus.NewDesc(namespace+"_read_errors_total",
 		"Failed reads of tasks that still exist, by reason; each costs at most that task's increase.", []string{"reason"}, nil)
 	cgroupErrorsDesc = prometheus.NewDesc(namespace+"_cgroup_read_errors_total",
-		"Cgroups whose thread list or CPU counter could not be read in a pass (other than by removal); their tasks are read on through their handles.", nil, nil)
+		"Cgroups that a pass could not read whole (a thread list, CPU counter or directory that failed other than by removal), by reason; what could not be read keeps its last state and its tasks are read on through their handles.", []string{"reason"}, nil)
+	partialDesc = prometheus.NewDesc(namespace+"_partial_collections_total",
+		"Passes that could not read the whole cgroup tree; what they could not see kept its last state.", nil, nil)
+	readShareDesc = prometheus.NewDesc(namespace+"_cgroups_read_ratio",
+		"Share of the cgroups of the last pass that it read whole (1 after a complete pass).", nil, nil)
+	pendingDesc = prometheus.NewDesc(namespace+"_exit_records_pending",
+		"Exit records of tasks no pass saw, waiting for a pass to list their cgroup (made since the last pass).", nil, nil)
+	retiredDesc = prometheus.NewDesc(namespace+"_tasks_retired_remembered",
+		"Exited tasks remembered until the exit source has delivered their records, so that each counts once.", nil, nil)
+	evictedDesc = prometheus.NewDesc(namespace+"_tasks_retired_evicted_total",
+		"Exited tasks forgotten, past the bound, before the exit source had delivered their records; a record that comes later would count the task whole.", nil, nil)
+	cgroupReadErrorsDesc = prometheus.NewDesc("container_schedstat_read_errors_total",
+		"Passes that could not read this cgroup whole; shown once the cgroup has had one.", containerLabels, nil)
 	lastPassDesc = prometheus.NewDesc(namespace+"_last_collection_timestamp_seconds",
 		"Unix time of the last completed pass.", nil, nil)
 	unkeptDesc = prometheus.NewDesc(namespace+"_tasks_unkept",
@@ -100,12 +112,19 @@ func (e *Exporter) Collect(ch chan<- prometheus.Metric) {
 	counter(ch, exitsDesc, float64(c.Exits))
 	counter(ch, reusesDesc, float64(c.Reuses))
 	counter(ch, unlistedDesc, float64(c.Unlisted))
-	counter(ch, cgroupErrorsDesc, float64(c.CgroupErrors))
+	counter(ch, partialDesc, float64(c.PartialPasses))
+	counter(ch, evictedDesc, float64(c.RetiredEvicted))
 	ch <- prometheus.MustNewConstMetric(trackedDesc, prometheus.GaugeValue, float64(c.Tracked))
+	ch <- prometheus.MustNewConstMetric(pendingDesc, prometheus.GaugeValue, float64(c.PendingExits))
+	ch <- prometheus.MustNewConstMetric(retiredDesc, prometheus.GaugeValue, float64(c.RetiredTracked))
+	if n := c.CgroupsRead + c.CgroupsUnread; n > 0 {
+		ch <- prometheus.MustNewConstMetric(readShareDesc, prometheus.GaugeValue, float64(c.CgroupsRead)/float64(n))
+	}
 	ch <- prometheus.MustNewConstMetric(unkeptDesc, prometheus.GaugeValue, float64(c.Unkept))
 	ch <- prometheus.MustNewConstMetric(cgroupsDesc, prometheus.GaugeValue, float64(len(s.Cgroups)))
 	for _, r := range container.Reasons() {
 		ch <- prometheus.MustNewConstMetric(readErrorsDesc, prometheus.CounterValue, float64(c.ReadErrorsFor(r)), r.String())
+		ch <- prometheus.MustNewConstMetric(cgroupErrorsDesc, prometheus.CounterValue, float64(c.CgroupReadErrorsFor(r)), r.String())
 	}
 	if !s.Time.IsZero() {
 		ch <- prometheus.MustNewConstMetric(lastPassDesc, prometheus.GaugeValue, float64(s.Time.UnixNano())/1e9)
@@ -131,6 +150,9 @@ func (e *Exporter) collectCgroup(ch chan<- prometheus.Metric, c *container.Cgrou
 		ch <- prometheus.MustNewConstMetric(usageDesc, prometheus.CounterValue, seconds(c.UsageNanoseconds), lv...)
 	}
 	ch <- prometheus.MustNewConstMetric(tasksDesc, prometheus.GaugeValue, float64(c.Tasks), lv...)
+	if c.ReadErrors > 0 {
+		ch <- prometheus.MustNewConstMetric(cgroupReadErrorsDesc, prometheus.CounterValue, float64(c.ReadErrors), lv...)
+	}
 }
 
 func seconds(ns uint64) float64 { return float64(ns) / 1e9 }

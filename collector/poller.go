@@ -32,7 +32,11 @@ type Poller struct {
 	last     *container.Snapshot
 	lastGood time.Time
 	lastErr  error
-	started  time.Time
+	// lastWhole is when the last pass read the whole tree; partialErr
+	// is why the passes since could not.
+	lastWhole  time.Time
+	partialErr error
+	started    time.Time
 	// fdWarned is set once the fd limit has been reported.
 	fdWarned bool
 }
@@ -127,6 +131,7 @@ func (p *Poller) pass(ctx context.Context) *container.Snapshot {
 		}
 		p.lastErr = nil
 		p.lastGood = s.Time
+		p.partial(s)
 	}
 	if c := s.Counters; c.Unkept > 0 && !p.fdWarned {
 		p.fdWarned = true
@@ -135,6 +140,23 @@ func (p *Poller) pass(ctx context.Context) *container.Snapshot {
 	}
 	p.last = s
 	return s
+}
+
+// partial follows whether passes read the whole tree, logging each change.
+// Called with p.mu held.
+func (p *Poller) partial(s *container.Snapshot) {
+	if s.PartialErr == nil {
+		if p.partialErr != nil {
+			p.logger.Info("passes read the whole cgroup tree again")
+		}
+		p.partialErr, p.lastWhole = nil, s.Time
+		return
+	}
+	if p.partialErr == nil || p.partialErr.Error() != s.PartialErr.Error() {
+		p.logger.Warn("pass could not read the whole cgroup tree; what it could not see keeps its last state",
+			"cgroups_unread", s.Counters.CgroupsUnread, "err", s.PartialErr)
+	}
+	p.partialErr = s.PartialErr
 }
 
 // Fresh asks for a pass and returns its snapshot. If ctx ends first, or the
@@ -163,8 +185,9 @@ func (p *Poller) Last() *container.Snapshot {
 	return p.last
 }
 
-// Health returns nil while the last good pass is recent, and otherwise an
-// error saying how old it is and why the passes since have failed.
+// Health returns nil while the last good pass is recent and the last pass
+// that read the whole tree too, and otherwise an error saying how old it
+// is and why the passes since have failed or been partial.
 func (p *Poller) Health(now time.Time) error {
 	p.mu.Lock()
 	defer p.mu.Unlock()
@@ -177,6 +200,15 @@ func (p *Poller) Health(now time.Time) error {
 	}
 	if age := now.Sub(p.lastGood); age > limit {
 		return fmt.Errorf("last good pass %s ago (limit %s): %v", age.Round(time.Millisecond), limit, p.lastErr)
+	}
+	if p.partialErr != nil {
+		since := p.lastWhole
+		if since.IsZero() {
+			since = p.started
+		}
+		if age := now.Sub(since); age > limit {
+			return fmt.Errorf("passes have not read the whole cgroup tree for %s (limit %s): %v", age.Round(time.Millisecond), limit, p.partialErr)
+		}
 	}
 	return nil
 }

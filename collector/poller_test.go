@@ -180,7 +180,7 @@ func TestBeforePassFeedsTheTable(t *testing.T) {
 		if calls.Add(1) == 2 {
 			// An exit record of a task no pass saw, delivered before the
 			// second pass.
-			tb.Exit(container.Exit{TID: 9, StartTime: 1, Final: schedstat.Stat{RunNanoseconds: 5}, Cgroup: "/a"})
+			tb.Exit(container.Exit{TID: 9, StartTime: 1, Final: schedstat.Stat{RunNanoseconds: 5}, Cgroup: tree.ID("/a")})
 		}
 	})
 	testrun.Background(t, p.Run)

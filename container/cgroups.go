@@ -1,25 +1,37 @@
 package container
 
 import (
-	"strings"
+	"cmp"
+	"slices"
 
 	"github.com/schedstatd/schedstatd/cgroupfs"
 	"github.com/schedstatd/schedstatd/schedstat"
 )
 
-// cgroupState is the accounting of one cgroup path.
+// cgroupState is the accounting of one cgroup, known by its kernel id.
 type cgroupState struct {
-	path string
+	id   uint64
+	path string // label only; may change if a v1 cgroup is renamed
 	// own is what was credited to this cgroup itself, plus the totals of
 	// removed descendants folded into it. It only grows.
 	own   schedstat.Stat
 	tasks int // own tasks read this pass
 
-	// Set by each pass from the listing.
-	parent   *cgroupState
-	seen     uint64
-	usage    uint64
-	hasUsage bool
+	// Set by each pass from the listing, or kept from the last pass that
+	// listed the cgroup while a partial pass cannot see it.
+	parent *cgroupState
+	depth  int
+	seen   uint64
+	usage  monotonic // the kernel's own CPU counter, made monotonic
+	// base is what the series at this path showed before this cgroup
+	// took the path over from a removed predecessor: the exported series
+	// go on from it, while rollup and folding use own and total alone.
+	base    schedstat.Stat
+	errors  uint64 // passes that could not read this cgroup whole
+	lastErr bool   // the last pass could not read it whole
+	// subtreeUnread is set when this pass could not list the cgroup's
+	// children, or kept the cgroup unseen: its descendants are kept too.
+	subtreeUnread bool
 
 	// Computed by rollup: own and tasks plus those of all descendants.
 	total      schedstat.Stat
@@ -39,84 +51,196 @@ func (cg *cgroupState) live() *cgroupState {
 	return cg
 }
 
-// cgroupSet holds the state of every cgroup seen in the last pass, keyed by
-// path, and the order of the current listing.
+// exported returns the series' values: base plus the totals.
+func (cg *cgroupState) exported() schedstat.Stat { return cg.base.Add(cg.total) }
+
+// cgroupSet holds the state of every cgroup the last pass listed or kept,
+// keyed by kernel id, and the order of the current pass.
 type cgroupSet struct {
-	byPath  map[string]*cgroupState
-	order   []*cgroupState
-	removed int // deletes from byPath since it was made
+	byID map[uint64]*cgroupState
+	// byPath names the cgroup that holds each path now, so that a
+	// cgroup made again under a removed one's name continues its series.
+	byPath map[string]*cgroupState
+	// index maps each listing entry to its state; order holds the states
+	// of this pass, each parent before its children.
+	index, order []*cgroupState
+	kept         []*cgroupState // scratch for end
+	tombs        tombstones
+	removed      int // deletes from byID since it was made
+
+	// Set by end: how many of the pass's cgroups were read whole.
+	read, unread int
 }
 
 func newCgroupSet() cgroupSet {
-	return cgroupSet{byPath: make(map[string]*cgroupState)}
+	return cgroupSet{byID: make(map[uint64]*cgroupState), byPath: make(map[string]*cgroupState)}
 }
 
-// begin matches the listing's cgroups to their states, creating states for
-// new paths, and returns them in listing order.
+// begin matches the listing's cgroups to their states by kernel id,
+// creating states for new ids, and returns them in listing order. An entry
+// without an id (its directory could not be examined) is matched by path
+// to the state that last held it, if any, and otherwise to its parent.
 func (s *cgroupSet) begin(pass uint64, l *cgroupfs.Listing) []*cgroupState {
-	s.order = s.order[:0]
+	s.index, s.order = s.index[:0], s.order[:0]
+	s.read, s.unread = 0, 0
 	for i := range l.Cgroups {
 		c := &l.Cgroups[i]
-		cg := s.byPath[c.Path]
+		var parent *cgroupState
+		if c.Parent >= 0 && c.Parent < i {
+			parent = s.index[c.Parent]
+		}
+		cg := s.match(c, pass)
 		if cg == nil {
-			cg = &cgroupState{path: c.Path}
-			s.byPath[c.Path] = cg
+			// Unknown and unreadable: there is nothing to keep and no
+			// thread to credit; its parent stands in.
+			s.index = append(s.index, parent)
+			s.unread++
+			continue
+		}
+		if cg.seen == pass {
+			// Listed twice (an id-less entry matched a state listed by
+			// id): the first entry stands.
+			s.index = append(s.index, cg)
+			continue
 		}
 		cg.seen = pass
 		cg.tasks = 0
-		cg.usage, cg.hasUsage = c.UsageNanoseconds, c.HasUsage
-		cg.parent = nil
-		if c.Parent >= 0 && c.Parent < i {
-			cg.parent = s.order[c.Parent]
+		cg.subtreeUnread = c.SubtreeUnread
+		if c.ID != 0 {
+			cg.parent = parent
+			if c.HasUsage {
+				cg.usage.observe(c.UsageNanoseconds)
+			}
 		}
+		if cg.parent != nil {
+			cg.depth = cg.parent.depth + 1
+		}
+		cg.lastErr = c.Err != nil
+		if c.Err != nil {
+			cg.errors++
+			s.unread++
+		} else {
+			s.read++
+		}
+		s.index = append(s.index, cg)
 		s.order = append(s.order, cg)
 	}
-	return s.order
+	return s.index
 }
 
-// end folds the cgroups the pass did not list into their nearest listed
-// ancestors and rolls the totals up the tree.
-func (s *cgroupSet) end(pass uint64) {
-	for path, cg := range s.byPath {
+// match returns the state of the listed cgroup c, making one for a new id.
+func (s *cgroupSet) match(c *cgroupfs.Cgroup, pass uint64) *cgroupState {
+	if c.ID == 0 {
+		return s.byPath[c.Path]
+	}
+	cg := s.byID[c.ID]
+	if cg == nil {
+		cg = &cgroupState{id: c.ID}
+		s.byID[c.ID] = cg
+	}
+	if cg.path == c.Path {
+		return cg
+	}
+	if cg.path != "" && s.byPath[cg.path] == cg {
+		delete(s.byPath, cg.path) // renamed (v1 allows it)
+	}
+	cg.path = c.Path
+	if prev := s.byPath[c.Path]; prev != nil && prev != cg {
+		// The path's last holder was removed and the path made again
+		// since: the series goes on from where its predecessor left it.
+		cg.inherit(prev.exported(), prev.usage.value())
+	} else if t, ok := s.tombs.take(c.Path); ok {
+		cg.inherit(t.stat, t.usage)
+	}
+	s.byPath[c.Path] = cg
+	return cg
+}
+
+// inherit starts cg's series at the values a predecessor's series showed.
+func (cg *cgroupState) inherit(st schedstat.Stat, usage uint64) {
+	cg.base = st
+	cg.usage.base += usage
+}
+
+// end keeps the cgroups that a partial pass could not see below an unread
+// subtree, folds the other cgroups the pass did not list into their nearest
+// ancestors that still exist, and rolls the totals up the tree. now is the
+// pass's time, for forgetting old tombstones.
+func (s *cgroupSet) end(pass uint64, now int64) {
+	s.kept = s.kept[:0]
+	for _, cg := range s.byID {
 		if cg.seen == pass {
 			continue
 		}
-		anc := s.nearest(path, pass)
+		if s.unreadAbove(cg, pass) {
+			cg.seen, cg.subtreeUnread, cg.tasks = pass, true, 0
+			s.kept = append(s.kept, cg)
+		}
+	}
+	for id, cg := range s.byID {
+		if cg.seen == pass {
+			continue
+		}
+		anc := s.nearest(cg, pass)
 		anc.own = anc.own.Add(cg.own)
+		if s.byPath[cg.path] == cg {
+			delete(s.byPath, cg.path)
+			s.tombs.put(cg.path, tombstone{stat: cg.exported(), usage: cg.usage.value()}, now)
+		}
 		cg.own = schedstat.Stat{}
 		cg.folded = anc
-		delete(s.byPath, path)
+		delete(s.byID, id)
 		s.removed++
 	}
-	if s.removed > len(s.byPath)+minRebuild {
-		m := make(map[string]*cgroupState, len(s.byPath))
-		for p, cg := range s.byPath {
-			m[p] = cg
-		}
-		s.byPath, s.removed = m, 0
+	if len(s.kept) > 0 {
+		// Parents before children, as rollup needs.
+		slices.SortFunc(s.kept, func(a, b *cgroupState) int { return cmp.Compare(a.depth, b.depth) })
+		s.order = append(s.order, s.kept...)
+		s.unread += len(s.kept)
+		clear(s.kept)
 	}
+	if s.removed > len(s.byID)+minRebuild {
+		s.byID = rebuild(s.byID)
+		s.byPath = rebuild(s.byPath)
+		s.removed = 0
+	}
+	s.tombs.expire(now)
 	s.rollup()
 }
 
-// nearest returns the closest ancestor of path listed in this pass, or the
-// root of the listing.
-func (s *cgroupSet) nearest(path string, pass uint64) *cgroupState {
-	for path != "/" && path != "" {
-		i := strings.LastIndexByte(path, '/')
-		if i <= 0 {
-			path = "/"
-		} else {
-			path = path[:i]
+func rebuild[K comparable](m map[K]*cgroupState) map[K]*cgroupState {
+	n := make(map[K]*cgroupState, len(m))
+	for k, v := range m {
+		n[k] = v
+	}
+	return n
+}
+
+// unreadAbove reports whether some ancestor of cg, as the pass that last
+// listed cg knew them, is in this pass with its subtree unread (or is
+// itself kept for that reason): cg may exist still, unseen.
+func (s *cgroupSet) unreadAbove(cg *cgroupState, pass uint64) bool {
+	for p := cg.parent; p != nil; p = p.parent {
+		if p.seen == pass {
+			return p.subtreeUnread
 		}
-		if cg := s.byPath[path]; cg != nil && cg.seen == pass {
-			return cg
+	}
+	return false
+}
+
+// nearest returns the closest ancestor of cg that this pass listed or kept,
+// or the root of the listing.
+func (s *cgroupSet) nearest(cg *cgroupState, pass uint64) *cgroupState {
+	for p := cg.parent; p != nil; p = p.parent {
+		if p.seen == pass && p.folded == nil {
+			return p
 		}
 	}
 	return s.order[0]
 }
 
 // rollup sets every cgroup's totals to its own plus its descendants'. A
-// parent precedes its children in the listing, so walking it backwards
+// parent precedes its children in the order, so walking it backwards
 // finishes each child before adding it to its parent.
 func (s *cgroupSet) rollup() {
 	for _, cg := range s.order {

@@ -2,6 +2,10 @@ package container
 
 import "github.com/schedstatd/schedstatd/schedstat"
 
+// MaxExitAncestors is how many of a task's cgroup's ancestors an Exit
+// names, nearest first.
+const MaxExitAncestors = 7
+
 // Exit is a task's final counters, delivered by an exit source at the moment
 // the task exits.
 type Exit struct {
@@ -10,25 +14,37 @@ type Exit struct {
 	StartTime uint64
 	// Final holds the task's counters at exit.
 	Final schedstat.Stat
-	// Cgroup is the task's cgroup path relative to the walked hierarchy, as
-	// in cgroupfs.Cgroup.Path, or "" if unknown. It is used only for a task
-	// no pass has seen.
-	Cgroup string
+	// Cgroup is the kernel id of the task's cgroup in the walked
+	// hierarchy (the inode of its directory, as cgroupfs.Cgroup.ID), and
+	// Ancestors the ids of that cgroup's ancestors, nearest first, zero
+	// past the last one known. They are used only for a task no pass has
+	// seen.
+	Cgroup    uint64
+	Ancestors [MaxExitAncestors]uint64
 }
 
 // TrackExits prepares the table for an exit source: from now on, tasks a
-// pass retires are remembered for two passes so that their exit records add
-// only the final stretch. Call it once, before the first pass, when an exit
-// source will call Exit.
+// pass retires are remembered until the exit source has delivered every
+// record written up to a while after (see ExitsDelivered), so that their
+// exit records add only the final stretch. Call it before the first pass,
+// when an exit source will call Exit.
 func (t *Table) TrackExits() { t.graves.enabled = true }
+
+// ExitsDelivered tells the table that the exit source has delivered every
+// record the kernel wrote before monotonic time upTo (nanoseconds, the
+// clock of CLOCK_MONOTONIC and bpf_ktime_get_ns). Retired tasks are
+// remembered until then, plus a margin for the kernel's own exit path.
+func (t *Table) ExitsDelivered(upTo int64) { t.graves.delivered(upTo) }
 
 // Exit folds a task's final counters into the totals, exactly once: for a
 // tracked task only the increase over its last read is added and the task
-// is retired; for a task a recent pass retired, only the increase over what
-// that pass counted; for a task no pass saw, all of it, credited to
-// x.Cgroup or, if that cgroup is unknown or gone, to its nearest ancestor
-// that exists. Like Pass, it must be called from the goroutine that owns the
-// table. Exit does nothing before the first pass.
+// is retired; for a task a pass retired, only the increase over what that
+// pass counted; for a task no pass saw, all of it, credited to the cgroup
+// x.Cgroup names. A record of a cgroup that no pass has listed yet waits
+// for the next pass (bounded in count and time); only a cgroup that pass
+// shows removed sends its time to the nearest ancestor it lists. Like Pass,
+// Exit must be called from the goroutine that owns the table. It does
+// nothing before the first pass.
 func (t *Table) Exit(x Exit) {
 	if t.pass == 0 || t.closed {
 		return
@@ -46,66 +62,15 @@ func (t *Table) Exit(x Exit) {
 		cg.own = cg.own.Add(x.Final.Since(g.last))
 		return
 	}
-	cg, exact := t.cgroups.resolve(x.Cgroup, t.pass)
-	if !exact {
-		t.counters.UnattributedExits++
+	if cg := t.cgroups.byID[x.Cgroup]; cg != nil && cg.seen == t.pass {
+		cg.own = cg.own.Add(x.Final)
+		return
 	}
-	cg.own = cg.own.Add(x.Final)
-}
-
-// resolve returns the state of path if the last pass listed it, else its
-// nearest listed ancestor, and whether it was path itself.
-func (s *cgroupSet) resolve(path string, pass uint64) (*cgroupState, bool) {
-	if cg := s.byPath[path]; cg != nil && cg.seen == pass {
-		return cg, true
-	}
-	return s.nearest(path, pass), false
+	t.pending.hold(t, x)
 }
 
 // identity names a task: its id and start time.
 type identity struct {
 	tid   int32
 	start uint64
-}
-
-// grave is what was counted for a retired task.
-type grave struct {
-	last schedstat.Stat
-	cg   *cgroupState
-}
-
-// graveyard remembers the tasks retired in the current and the previous
-// pass, so that an exit record arriving after the pass that found its task
-// gone adds only the final stretch. Two generations bound it by the exits
-// of two passes; each generation map is rebuilt rather than cleared so it
-// gives its memory back after a burst of exits.
-type graveyard struct {
-	enabled   bool
-	cur, prev map[identity]grave
-}
-
-func (g *graveyard) bury(tid int32, e *entry) {
-	if !g.enabled {
-		return
-	}
-	if g.cur == nil {
-		g.cur = make(map[identity]grave)
-	}
-	g.cur[identity{tid, e.start}] = grave{last: e.last, cg: e.cg}
-}
-
-func (g *graveyard) dig(tid int32, start uint64) (grave, bool) {
-	id := identity{tid, start}
-	for _, m := range [2]map[identity]grave{g.cur, g.prev} {
-		if gr, ok := m[id]; ok {
-			delete(m, id)
-			return gr, true
-		}
-	}
-	return grave{}, false
-}
-
-// rotate starts a new generation; the oldest is forgotten.
-func (g *graveyard) rotate() {
-	g.prev, g.cur = g.cur, nil
 }

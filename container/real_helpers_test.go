@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"syscall"
 	"testing"
 
 	"github.com/schedstatd/schedstatd/cgroupfs"
@@ -33,6 +34,11 @@ func (d *dirLister) List(l *cgroupfs.Listing) error {
 			path, parent = "/"+filepath.Base(dir), 0
 		}
 		c := l.Add(path, parent)
+		var st syscall.Stat_t
+		if err := syscall.Stat(dir, &st); err != nil {
+			return err
+		}
+		c.ID = st.Ino
 		c.TIDs = append(c.TIDs, testcg.ReadIDs(d.t, filepath.Join(dir, "tasks"))...)
 		c.UsageNanoseconds, c.HasUsage = testcg.Usage(d.t, dir), true
 	}

@@ -3,6 +3,7 @@ package container
 import (
 	"errors"
 
+	"github.com/schedstatd/schedstatd/cgroupfs"
 	"github.com/schedstatd/schedstatd/schedstat"
 	"golang.org/x/sys/unix"
 )
@@ -49,7 +50,7 @@ func Reasons() []Reason {
 // schedstat.IsGone).
 func ReasonOf(err error) Reason {
 	switch {
-	case errors.Is(err, schedstat.ErrParse):
+	case errors.Is(err, schedstat.ErrParse), errors.Is(err, cgroupfs.ErrParse):
 		return ReasonParse
 	case errors.Is(err, unix.EACCES), errors.Is(err, unix.EPERM):
 		return ReasonPermission

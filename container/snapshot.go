@@ -31,10 +31,37 @@ type Counters struct {
 	// the opener reports it (ProcOpener with an FDBudget).
 	Unkept int
 	// CgroupErrors counts cgroups, over all passes, that could not be read
-	// whole (a thread list or counter that failed other than by removal).
-	CgroupErrors uint64
+	// whole (a thread list, counter or directory that failed other than
+	// by removal), and CgroupReadErrors the same by Reason.
+	CgroupErrors     uint64
+	CgroupReadErrors [numReasons]uint64
+	// PartialPasses counts passes that could not read the whole tree:
+	// what they could not see was kept as it was.
+	PartialPasses uint64
+	// CgroupsRead and CgroupsUnread are the last pass's cgroups read
+	// whole and those it could not read whole or kept unseen.
+	CgroupsRead, CgroupsUnread int
+	// PendingExits is the number of exit records waiting for a pass to
+	// list their cgroup; PendingOverflows counts those that could not
+	// wait, the queue being full.
+	PendingExits     int
+	PendingOverflows uint64
+	// RetiredTracked is the number of retired tasks remembered for their
+	// exit records; RetiredEvicted counts those forgotten before the exit
+	// source had delivered their records, past the bound.
+	RetiredTracked int
+	RetiredEvicted uint64
 	// ReadErrors counts failed reads by Reason.
 	ReadErrors [numReasons]uint64
+}
+
+// CgroupReadErrorsFor returns the number of cgroups that could not be read
+// whole for reason r.
+func (c Counters) CgroupReadErrorsFor(r Reason) uint64 {
+	if r < 0 || r >= numReasons {
+		return 0
+	}
+	return c.CgroupReadErrors[r]
 }
 
 // ReadErrorsFor returns the number of failed reads for reason r.
@@ -56,9 +83,16 @@ type CgroupStats struct {
 	// descendants in the pass.
 	Tasks int
 	// UsageNanoseconds is the cgroup's own CPU counter, valid when
-	// HasUsage is true.
+	// HasUsage is true. It never falls: a counter that starts over (the
+	// cgroup made again under the same path, or reset) goes on from the
+	// value shown before.
 	UsageNanoseconds uint64
 	HasUsage         bool
+	// ReadErrors counts the passes that could not read this cgroup whole.
+	ReadErrors uint64
+	// Unread reports that the last pass could not read this cgroup whole,
+	// or could not see it at all and kept its last state.
+	Unread bool
 }
 
 // Snapshot is the state after one pass. It is immutable once returned.
@@ -69,23 +103,29 @@ type Snapshot struct {
 	Cgroups []CgroupStats
 	// Counters are the table's counts at the time of the snapshot.
 	Counters Counters
+	// PartialErr is the first error of the pass if it could not read the
+	// whole tree, and nil after a complete pass.
+	PartialErr error
 }
 
 // Snapshot returns the totals of every cgroup of the last pass. It must be
 // called from the goroutine that owns the table.
 func (t *Table) Snapshot() *Snapshot {
 	s := &Snapshot{
-		Time:     time.Now(),
-		Cgroups:  make([]CgroupStats, len(t.cgroups.order)),
-		Counters: t.Counters(),
+		Time:       time.Now(),
+		Cgroups:    make([]CgroupStats, len(t.cgroups.order)),
+		Counters:   t.Counters(),
+		PartialErr: t.partialErr,
 	}
 	for i, cg := range t.cgroups.order {
 		s.Cgroups[i] = CgroupStats{
 			Path:             cg.path,
-			Stat:             cg.total,
+			Stat:             cg.exported(),
 			Tasks:            cg.totalTasks,
-			UsageNanoseconds: cg.usage,
-			HasUsage:         cg.hasUsage,
+			UsageNanoseconds: cg.usage.value(),
+			HasUsage:         cg.usage.has,
+			ReadErrors:       cg.errors,
+			Unread:           cg.lastErr || cg.subtreeUnread,
 		}
 	}
 	return s
@@ -95,6 +135,8 @@ func (t *Table) Snapshot() *Snapshot {
 func (t *Table) Counters() Counters {
 	c := t.counters
 	c.Tracked = len(t.tasks)
+	c.PendingExits = len(t.pending.list)
+	c.RetiredTracked, c.RetiredEvicted = t.graves.len(), t.graves.evicted
 	if o, ok := t.opener.(ProcOpener); ok && o.Budget != nil {
 		c.Unkept = o.Budget.Unkept()
 	}

@@ -7,6 +7,7 @@ import (
 
 	"github.com/schedstatd/schedstatd/cgroupfs"
 	"github.com/schedstatd/schedstatd/schedstat"
+	"golang.org/x/sys/unix"
 )
 
 // ErrClosed is returned by Pass after Close.
@@ -39,10 +40,17 @@ type Table struct {
 
 	cgroups  cgroupSet
 	graves   graveyard
+	pending  pendingExits
 	pass     uint64
 	marked   int // tasks read or listed in this pass
 	closed   bool
 	counters Counters
+	// clock returns the monotonic clock in nanoseconds, the clock the
+	// kernel stamps exit records with; tests replace it.
+	clock func() int64
+	// partialErr is the first error of the last pass that could not read
+	// the whole tree, nil after a complete pass.
+	partialErr error
 }
 
 // NewTable returns a table that lists cgroups with lister and opens tasks
@@ -54,6 +62,7 @@ func NewTable(lister cgroupfs.Lister, opener TaskOpener) *Table {
 		buf:     make([]byte, schedstat.BufferSize),
 		tasks:   make(map[int32]*entry),
 		cgroups: newCgroupSet(),
+		clock:   monotonicNow,
 	}
 }
 
@@ -85,8 +94,15 @@ func (t *Table) PassContext(ctx context.Context) error {
 	}
 	t.pass++
 	t.marked = 0
-	t.counters.CgroupErrors += uint64(t.listing.Errors)
+	t.countCgroupErrors()
 	order := t.cgroups.begin(t.pass, &t.listing)
+	if order[0] == nil {
+		// The lister broke its contract: the root always has an id.
+		t.pass--
+		t.counters.FailedPasses++
+		return fmt.Errorf("list cgroups: root %s has no id", t.listing.Cgroups[0].Path)
+	}
+	t.pending.resolve(t)
 	n := 0
 	for i := range t.listing.Cgroups {
 		cg := order[i]
@@ -105,12 +121,35 @@ func (t *Table) PassContext(ctx context.Context) error {
 		// mid-walk, or one that exited.
 		t.sweep()
 	}
-	t.cgroups.end(t.pass)
-	t.graves.rotate()
+	now := t.clock()
+	t.cgroups.end(t.pass, now)
+	t.graves.expire()
 	t.shrink()
 	t.listing.Trim()
 	t.counters.Passes++
+	t.counters.CgroupsRead, t.counters.CgroupsUnread = t.cgroups.read, t.cgroups.unread
+	if t.cgroups.unread > 0 {
+		t.counters.PartialPasses++
+	}
 	return nil
+}
+
+// countCgroupErrors counts the listing's cgroups that could not be read
+// whole, by reason, and keeps the first error for the snapshot.
+func (t *Table) countCgroupErrors() {
+	t.partialErr = nil
+	if t.listing.Errors == 0 {
+		return
+	}
+	t.counters.CgroupErrors += uint64(t.listing.Errors)
+	for i := range t.listing.Cgroups {
+		if err := t.listing.Cgroups[i].Err; err != nil {
+			t.counters.CgroupReadErrors[ReasonOf(err)]++
+			if t.partialErr == nil {
+				t.partialErr = err
+			}
+		}
+	}
 }
 
 // account reads the listed task tid and credits its increase to cg.
@@ -210,10 +249,10 @@ func (t *Table) sweep() {
 		case schedstat.IsGone(err):
 			t.retire(tid, e)
 		default:
-			// Not listed and not readable: let it go rather than hold an
-			// fd for a task no pass can account.
+			// Not listed and not readable, but not proven gone either:
+			// keep it with its last values, for a later read to catch up.
 			t.readError(err)
-			t.retire(tid, e)
+			t.mark(e)
 		}
 	}
 }
@@ -225,7 +264,7 @@ func (t *Table) retire(tid int32, e *entry) {
 	e.h.Close()
 	delete(t.tasks, tid)
 	t.counters.Exits++
-	t.graves.bury(tid, e)
+	t.graves.bury(tid, e, t.clock())
 }
 
 func (t *Table) readError(err error) {
@@ -262,4 +301,11 @@ func (t *Table) Close() error {
 	}
 	t.closed = true
 	return errors.Join(errs...)
+}
+
+// monotonicNow reads CLOCK_MONOTONIC, the clock bpf_ktime_get_ns reads.
+func monotonicNow() int64 {
+	var ts unix.Timespec
+	_ = unix.ClockGettime(unix.CLOCK_MONOTONIC, &ts)
+	return ts.Nano()
 }

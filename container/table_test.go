@@ -3,6 +3,7 @@ package container_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -21,10 +22,11 @@ type rig struct {
 	tree   *synth.Tree
 	table  *container.Table
 	totals map[string]schedstat.Stat
+	usage  map[string]uint64
 }
 
 func newRig(t *testing.T, paths ...string) *rig {
-	r := &rig{t: t, k: synth.NewKernel(), tree: synth.NewTree(paths...), totals: map[string]schedstat.Stat{}}
+	r := &rig{t: t, k: synth.NewKernel(), tree: synth.NewTree(paths...), totals: map[string]schedstat.Stat{}, usage: map[string]uint64{}}
 	r.table = container.NewTable(r.tree, r.k)
 	t.Cleanup(func() { r.table.Close() })
 	return r
@@ -45,17 +47,22 @@ func (r *rig) pass() *container.Snapshot {
 		r.t.Fatalf("Pass: %v", err)
 	}
 	s := r.table.Snapshot()
-	seen := map[string]schedstat.Stat{}
 	for _, c := range s.Cgroups {
+		// A series never falls: not when its cgroup is made again under
+		// the same path, not across passes that did not show it.
 		if prev, ok := r.totals[c.Path]; ok {
 			if c.Stat.RunNanoseconds < prev.RunNanoseconds || c.Stat.WaitNanoseconds < prev.WaitNanoseconds || c.Stat.Timeslices < prev.Timeslices {
 				r.t.Fatalf("%s fell from %+v to %+v", c.Path, prev, c.Stat)
 			}
 		}
-		seen[c.Path] = c.Stat
+		if prev, ok := r.usage[c.Path]; ok && c.HasUsage && c.UsageNanoseconds < prev {
+			r.t.Fatalf("%s usage fell from %d to %d", c.Path, prev, c.UsageNanoseconds)
+		}
+		r.totals[c.Path] = c.Stat
+		if c.HasUsage {
+			r.usage[c.Path] = c.UsageNanoseconds
+		}
 	}
-	// A removed cgroup's series ends; one made again at its path is new.
-	r.totals = seen
 	return s
 }
 
@@ -199,15 +206,71 @@ func TestRemovedCgroupStaysInAncestors(t *testing.T) {
 	if diff := cmp.Diff(want, totalsOf(s)); diff != "" {
 		t.Errorf("totals (-want +got):\n%s", diff)
 	}
-	// A cgroup made again at the same path starts afresh; its parent
-	// keeps everything.
+	// A cgroup made again at the same path is a new cgroup, whose series
+	// goes on from what /a/b showed last (30 ns of its two tasks); its
+	// parent keeps everything, counted once.
 	r.tree.Mkdir("/a/b")
 	r.spawn(4, 1, 1, 1)
 	r.tree.Set("/a/b", 4)
 	s = r.pass()
-	want = map[string]schedstat.Stat{"/": stat(36, 5, 5), "/a": stat(36, 5, 5), "/a/b": stat(1, 1, 1)}
+	want = map[string]schedstat.Stat{"/": stat(36, 5, 5), "/a": stat(36, 5, 5), "/a/b": stat(31, 4, 4)}
 	if diff := cmp.Diff(want, totalsOf(s)); diff != "" {
 		t.Errorf("after mkdir again (-want +got):\n%s", diff)
+	}
+}
+
+// TestRecreatedCgroupSeriesNeverFall: a cgroup removed and made again
+// under the same path between two passes (a new kernel id, a kernel
+// counter from zero), and a kernel counter reset in place, leave every
+// series where it was and growing from there; the rig fails the test if
+// any series falls.
+func TestRecreatedCgroupSeriesNeverFall(t *testing.T) {
+	r := newRig(t, "/", "/a", "/a/b")
+	setUsage := func(path string, ns uint64) {
+		c := &r.tree.Cgroups[r.tree.Index(path)]
+		c.UsageNanoseconds, c.HasUsage = ns, true
+	}
+	task := r.spawn(1, 500, 50, 5)
+	r.tree.Set("/a/b", 1)
+	setUsage("/a/b", 500)
+	r.pass()
+	old := r.tree.ID("/a/b")
+	// Between two passes: task 1 exits, /a/b is removed and made again,
+	// a new task runs there.
+	task.Stat = stat(600, 60, 6)
+	r.k.Exit(1)
+	r.tree.Rmdir("/a/b")
+	r.tree.Mkdir("/a/b")
+	if r.tree.ID("/a/b") == old {
+		t.Fatal("the synthetic tree reused an id")
+	}
+	r.spawn(2, 7, 1, 1)
+	r.tree.Set("/a/b", 2)
+	setUsage("/a/b", 7)
+	s := r.pass()
+	b, _ := s.Lookup("/a/b")
+	if want := stat(507, 51, 6); b.Stat != want || b.UsageNanoseconds != 507 {
+		t.Errorf("/a/b = %+v usage %d, want %+v usage 507", b.Stat, b.UsageNanoseconds, want)
+	}
+	if a, _ := s.Lookup("/a"); a.Stat != stat(507, 51, 6) {
+		t.Errorf("/a = %+v: the old cgroup's time must count once", a.Stat)
+	}
+	// echo 0 > cpuacct.usage: the counter starts over in place.
+	setUsage("/a/b", 3)
+	s = r.pass()
+	if b, _ := s.Lookup("/a/b"); b.UsageNanoseconds != 510 {
+		t.Errorf("after a reset /a/b usage = %d, want 507 + 3", b.UsageNanoseconds)
+	}
+	// Removed, then made again a few passes later: the series resumes.
+	r.k.Exit(2)
+	r.tree.Rmdir("/a/b")
+	r.pass()
+	r.pass()
+	r.tree.Mkdir("/a/b")
+	setUsage("/a/b", 1)
+	s = r.pass()
+	if b, _ := s.Lookup("/a/b"); b.Stat != stat(507, 51, 6) || b.UsageNanoseconds != 511 {
+		t.Errorf("made again later: /a/b = %+v usage %d, want %+v usage 511", b.Stat, b.UsageNanoseconds, stat(507, 51, 6))
 	}
 }
 
@@ -391,4 +454,60 @@ func TestCgroupReadErrorsCounted(t *testing.T) {
 	if got := r.table.Counters().CgroupErrors; got != 2 {
 		t.Errorf("CgroupErrors = %d after two passes with one unreadable cgroup, want 2", got)
 	}
+}
+
+// TestUnreadSubtreeIsKept: a pass that cannot list a cgroup's children
+// (EMFILE, EACCES) is not proof they are gone: they stay in the snapshot
+// with their totals, their tasks stay tracked and go on counting through
+// their handles, and the pass says it was partial. The next complete pass
+// lists them again as they are, and only then is a removal a removal.
+func TestUnreadSubtreeIsKept(t *testing.T) {
+	r := newRig(t, "/", "/a", "/a/b", "/a/b/c")
+	task := r.spawn(1, 100, 10, 1)
+	r.tree.Set("/a/b/c", 1)
+	r.pass()
+	saved := append([]cgroupfs.Cgroup(nil), r.tree.Cgroups...)
+	r.tree.Rmdir("/a/b/c")
+	r.tree.Rmdir("/a/b")
+	a := &r.tree.Cgroups[r.tree.Index("/a")]
+	a.Err, a.SubtreeUnread = fmt.Errorf("cgroupfs: /a: %w", unix.EMFILE), true
+	task.Stat = stat(150, 15, 2)
+	s := r.pass()
+	want := map[string]schedstat.Stat{"/": stat(150, 15, 2), "/a": stat(150, 15, 2), "/a/b": stat(150, 15, 2), "/a/b/c": stat(150, 15, 2)}
+	if diff := cmp.Diff(want, totalsOf(s)); diff != "" {
+		t.Errorf("partial pass (-want +got):\n%s", diff)
+	}
+	c := r.table.Counters()
+	if c.Tracked != 1 || c.Exits != 0 || c.PartialPasses != 1 || c.CgroupsUnread != 3 || c.CgroupReadErrorsFor(container.ReasonFDLimit) != 1 {
+		t.Errorf("counters %+v", c)
+	}
+	if s.PartialErr == nil || !errors.Is(s.PartialErr, unix.EMFILE) {
+		t.Errorf("snapshot's partial error %v, want EMFILE", s.PartialErr)
+	}
+	r.tree.Cgroups = saved
+	task.Stat = stat(170, 16, 3)
+	s = r.pass()
+	if got := totalsOf(s)["/a/b/c"]; got != stat(170, 16, 3) {
+		t.Errorf("complete pass: /a/b/c = %+v", got)
+	}
+	if c := r.table.Counters(); c.PartialPasses != 1 || c.CgroupsUnread != 0 {
+		t.Errorf("after a complete pass: %+v", c)
+	}
+	// An id-less entry (its directory could not even be examined) keeps
+	// the state that last held its path, and its subtree.
+	b := &r.tree.Cgroups[r.tree.Index("/a/b")]
+	b.ID, b.Err, b.SubtreeUnread = 0, fmt.Errorf("cgroupfs: /a/b: %w", unix.EACCES), true
+	r.tree.Rmdir("/a/b/c")
+	s = r.pass()
+	if diff := cmp.Diff([]string{"/", "/a", "/a/b", "/a/b/c"}, pathsOf(s)); diff != "" {
+		t.Errorf("with /a/b unexaminable (-want +got):\n%s", diff)
+	}
+}
+
+func pathsOf(s *container.Snapshot) []string {
+	var p []string
+	for _, c := range s.Cgroups {
+		p = append(p, c.Path)
+	}
+	return p
 }

@@ -26,10 +26,10 @@ func BenchmarkExit(b *testing.B) {
 			tree := synth.NewTree("/", "/pod")
 			table := container.NewTable(tree, k)
 			defer table.Close()
-			s := offline(b, batch)
+			s := offline(batch)
 			exits := make([]container.Exit, batch)
 			for i := range exits {
-				exits[i] = container.Exit{TID: int32(1000 + i), Cgroup: "/pod",
+				exits[i] = container.Exit{TID: int32(1000 + i), Cgroup: tree.ID("/pod"),
 					Final: schedstat.Stat{RunNanoseconds: 5e6, WaitNanoseconds: 1e5, Timeslices: 4}}
 			}
 			refill := func() {
@@ -68,12 +68,12 @@ func BenchmarkExit(b *testing.B) {
 	}
 }
 
-// BenchmarkReceive is the reader goroutine's cost per record: decode,
-// cgroup lookup, queue. The queue is emptied every 1,000 records, as
-// Drain does each pass; it keeps its capacity.
+// BenchmarkReceive is the reader goroutine's cost per record: decode and
+// queue. The queue is emptied every 1,000 records, as Drain does each
+// pass; it keeps its capacity.
 func BenchmarkReceive(b *testing.B) {
-	s := offline(b, 1000)
-	rec := raw(42, 2e9, inode(b, s.cgroups.root), 1e6)
+	s := offline(1000)
+	rec := raw(42, 2e9, 7, 1e6, 3, 1)
 	b.ReportAllocs()
 	for b.Loop() {
 		s.receive(rec)

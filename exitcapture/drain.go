@@ -11,28 +11,38 @@ import (
 // it from one goroutine at a time: the one that owns the table fn feeds.
 // A nil Source drains nothing.
 func (s *Source) Drain(fn func(container.Exit)) int {
+	n, _ := s.drain(fn)
+	return n
+}
+
+// drain is Drain that also returns the monotonic clock up to which every
+// record the kernel wrote has been handed to fn.
+func (s *Source) drain(fn func(container.Exit)) (int, int64) {
 	if s == nil {
-		return 0
+		return 0, 0
 	}
 	s.mu.Lock()
 	s.queue, s.spare = s.spare[:0], s.queue
+	upTo := s.upTo
 	s.mu.Unlock()
 	for _, x := range s.spare {
 		fn(x)
 	}
-	return len(s.spare)
+	return len(s.spare), upTo
 }
 
 // Feed is the hook to run right before each pass of t, starting before the
-// first: it prepares t for exit records (Table.TrackExits) and drains
-// every record received so far into Table.Exit. It must be called from
-// the goroutine that owns t. A nil Source does nothing.
+// first: it prepares t for exit records (Table.TrackExits), drains every
+// record received so far into Table.Exit, and tells t how far the records
+// are complete (Table.ExitsDelivered). It must be called from the
+// goroutine that owns t. A nil Source does nothing.
 func (s *Source) Feed(t *container.Table) {
 	if s == nil {
 		return
 	}
 	t.TrackExits()
-	s.Drain(t.Exit)
+	_, upTo := s.drain(t.Exit)
+	t.ExitsDelivered(upTo)
 }
 
 // Stats are a Source's running counts. They only grow.
@@ -42,11 +52,6 @@ type Stats struct {
 	// Lost counts exits whose record was lost: the kernel's ring buffer
 	// was full, or the queue between two drains was.
 	Lost uint64
-	// Unknown counts records whose cgroup id matched no directory of the
-	// unified hierarchy, even after a fresh walk; they went to the root.
-	Unknown uint64
-	// Rescans counts walks of the unified hierarchy.
-	Rescans uint64
 }
 
 // Stats returns the counts now. It may be called from any goroutine; a nil
@@ -56,10 +61,8 @@ func (s *Source) Stats() Stats {
 		return Stats{}
 	}
 	return Stats{
-		Events:  s.events.Load(),
-		Lost:    s.dropped.Load() + s.kernelLost(),
-		Unknown: s.cgroups.unknown.Load(),
-		Rescans: s.cgroups.scans.Load(),
+		Events: s.events.Load(),
+		Lost:   s.dropped.Load() + s.kernelLost(),
 	}
 }
 

@@ -32,13 +32,17 @@ type layout struct {
 	pid, tgid, start field
 	runtime, delay   field // se.sum_exec_runtime, sched_info.run_delay
 	pcount           field // sched_info.pcount
+
+	// cgroup names the task's cgroup in the walked hierarchy.
+	cgroup kbtf.CgroupLayout
 }
 
 // errLayout is wrapped by every error about the kernel's types.
 var errLayout = errors.New("kernel types")
 
-// kernelLayout finds the layout in the kernel's BTF.
-func kernelLayout(spec *btf.Spec) (layout, error) {
+// kernelLayout finds the layout in the kernel's BTF. controller names the
+// walked v1 hierarchy's controller, or is "" for cgroup2.
+func kernelLayout(spec *btf.Spec, controller string) (layout, error) {
 	var l layout
 	var td *btf.Typedef
 	if err := spec.TypeByName("btf_trace_sched_switch", &td); err != nil {
@@ -83,12 +87,18 @@ func kernelLayout(spec *btf.Spec) (layout, error) {
 	l.runtime = get("se", "sum_exec_runtime")
 	l.delay = get("sched_info", "run_delay")
 	l.pcount = get("sched_info", "pcount")
-	if l.stateArg < 0 {
+	if l.stateArg < 0 && err == nil {
 		if l.state, err = findField(task, "__state"); err != nil {
 			l.state, err = findField(task, "state")
 		}
 	}
-	return l, err
+	if err != nil {
+		return l, err
+	}
+	if l.cgroup, err = kbtf.Cgroups(spec, controller); err != nil {
+		return l, fmt.Errorf("%w: %w", errLayout, err)
+	}
+	return l, nil
 }
 
 func isTaskPtr(t btf.Type) bool {

@@ -67,9 +67,15 @@ func TestKernelLayout(t *testing.T) {
 	if err != nil {
 		t.Skipf("no kernel BTF: %v", err)
 	}
-	l, err := kernelLayout(spec)
+	l, err := kernelLayout(spec, "")
 	if err != nil {
 		t.Fatal(err)
+	}
+	if _, err := kernelLayout(spec, "cpuacct"); err != nil {
+		t.Errorf("the v1 cpuacct hierarchy: %v", err)
+	}
+	if _, err := kernelLayout(spec, "nosuch"); !errors.Is(err, errLayout) {
+		t.Errorf("an unknown controller: got %v, want an error wrapping errLayout", err)
 	}
 	t.Logf("%+v", l)
 	if l.prevArg != 1 || l.stateArg != 3 {

@@ -10,7 +10,7 @@ var (
 	lostDesc = prometheus.NewDesc("schedstatd_exit_events_lost_total",
 		"Exit records lost because the kernel ring buffer or the queue between passes was full; those tasks count up to the last pass that saw them.", nil, nil)
 	unattributedDesc = prometheus.NewDesc("schedstatd_exit_events_unattributed_total",
-		"Exit records whose cgroup was unknown or gone, credited to the nearest ancestor that exists.", nil, nil)
+		"Exit records of tasks no pass saw whose cgroup was removed before a pass could list it, credited to the nearest ancestor that exists.", nil, nil)
 )
 
 // Collector exports a Source's self metrics. It may be collected from any
@@ -21,11 +21,9 @@ type Collector struct {
 }
 
 // NewCollector returns a collector of src's counts; src may be nil, when
-// exit capture is off or unavailable. unattributed, if not nil, returns
-// the table's count of exit records credited to an ancestor
-// (container.Counters.UnattributedExits), which includes records of
-// cgroups removed since; without it, only records whose cgroup id was
-// never found are counted.
+// exit capture is off or unavailable. unattributed returns the table's
+// count of exit records credited to an ancestor because their cgroup was
+// gone (container.Counters.UnattributedExits).
 func NewCollector(src *Source, unattributed func() uint64) *Collector {
 	return &Collector{src: src, unattributed: unattributed}
 }
@@ -45,7 +43,7 @@ func (c *Collector) Collect(ch chan<- prometheus.Metric) {
 	if c.src != nil {
 		enabled = 1
 	}
-	un := st.Unknown
+	var un uint64
 	if c.unattributed != nil {
 		un = c.unattributed()
 	}

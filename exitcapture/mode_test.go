@@ -23,7 +23,7 @@ func denied(*ebpf.CollectionSpec) (*ebpf.Collection, error) {
 }
 
 func TestSelect(t *testing.T) {
-	deny := Options{UnifiedDir: t.TempDir(), Load: denied}
+	deny := Options{Hierarchy: defaultHierarchy(t), Load: denied}
 	// Without kernel BTF or outside the host PID namespace, Open fails
 	// before it tries to load.
 	_, btfErr := btf.LoadKernelSpec()
@@ -37,7 +37,6 @@ func TestSelect(t *testing.T) {
 		wantLog string
 	}{
 		{"auto falls back when loading is denied", loadmode.Auto, deny, false, "level=WARN msg=\"exit capture unavailable, polling only"},
-		{"auto falls back without cgroup2", loadmode.Auto, Options{}, false, "no cgroup2 hierarchy"},
 		{"on fails when loading is denied", loadmode.On, deny, true, ""},
 		{"off loads nothing", loadmode.Off, deny, false, "exit capture off"},
 		{"unknown mode", loadmode.Mode("yes"), deny, true, ""},
@@ -65,7 +64,7 @@ func TestSelect(t *testing.T) {
 // TestCollectorDisabled: after auto fell back, the metrics say capture is
 // off and count nothing.
 func TestCollectorDisabled(t *testing.T) {
-	s, _ := Select(loadmode.Auto, Options{UnifiedDir: t.TempDir(), Load: denied}, slog.New(slog.DiscardHandler))
+	s, _ := Select(loadmode.Auto, Options{Hierarchy: defaultHierarchy(t), Load: denied}, slog.New(slog.DiscardHandler))
 	c := NewCollector(s, nil)
 	want := `
 # HELP schedstatd_exit_capture_enabled 1 if exit capture is loaded and exited tasks count up to their exit; 0 if the daemon polls only.
@@ -88,4 +87,14 @@ schedstatd_exit_events_unattributed_total 0
 	if err != nil || len(problems) > 0 {
 		t.Errorf("lint: %v %v", err, problems)
 	}
+}
+
+// defaultHierarchy opens the hierarchy the daemon would walk here.
+func defaultHierarchy(t testing.TB) *cgroupfs.Hierarchy {
+	t.Helper()
+	h, err := cgroupfs.Open("/sys/fs/cgroup", "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return h
 }

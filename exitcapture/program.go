@@ -3,6 +3,7 @@ package exitcapture
 import (
 	"github.com/cilium/ebpf"
 	"github.com/cilium/ebpf/asm"
+	"github.com/schedstatd/schedstatd/container"
 	"github.com/schedstatd/schedstatd/internal/kbtf"
 )
 
@@ -19,16 +20,19 @@ const (
 const license = "Dual MIT/GPL"
 
 // Offsets in a record, as the program writes it in the ring buffer: native
-// byte order, 48 bytes.
+// byte order, 104 bytes.
 const (
-	recTID     = 0  // u32 task_struct.pid
-	recTGID    = 4  // u32 task_struct.tgid
-	recStart   = 8  // u64 task_struct.start_boottime, ns since boot
-	recCgroup  = 16 // u64 v2 cgroup id of the task
-	recRun     = 24 // u64 se.sum_exec_runtime, ns
-	recWait    = 32 // u64 sched_info.run_delay, ns
-	recSlices  = 40 // u64 sched_info.pcount
-	recordSize = 48
+	recTID    = 0  // u32 task_struct.pid
+	recTGID   = 4  // u32 task_struct.tgid
+	recStart  = 8  // u64 task_struct.start_boottime, ns since boot
+	recCgroup = 16 // u64 id of the task's cgroup in the walked hierarchy
+	recRun    = 24 // u64 se.sum_exec_runtime, ns
+	recWait   = 32 // u64 sched_info.run_delay, ns
+	recSlices = 40 // u64 sched_info.pcount
+	// recAncestors holds the ids of the cgroup's ancestors, nearest
+	// first, zero past the root.
+	recAncestors = 48
+	recordSize   = recAncestors + 8*container.MaxExitAncestors
 )
 
 // collectionSpec returns the program and its two maps: the ring buffer of
@@ -63,9 +67,11 @@ const (
 // program returns the sched_switch handler. On every switch it loads the
 // previous task's state and returns unless TASK_DEAD is set: four
 // instructions. A dead task switches away once, after its last update of
-// its counters, with prev still current, so bpf_get_current_cgroup_id is
-// prev's cgroup. Task fields are read by direct loads from the BTF-typed
-// prev pointer, which the verifier turns into fault-safe loads.
+// its counters: the record then carries the final counters, and the ids of
+// the task's cgroup in the walked hierarchy and of its ancestors, so the
+// accounting can place a task no pass saw even when its cgroup is gone.
+// Task and cgroup fields are read by direct loads from BTF-typed pointers,
+// which the verifier turns into fault-safe loads.
 //
 // A record wakes the reader only once wakeAt bytes wait in the ring: a
 // wakeup is an interrupt (a self-IPI, which costs microseconds in a VM),
@@ -85,8 +91,6 @@ func program(l layout, wakeAt uint32) asm.Instructions {
 		asm.Return(),
 
 		asm.LoadMem(asm.R6, asm.R1, int16(8*l.prevArg), asm.DWord).WithSymbol("dead"),
-		asm.FnGetCurrentCgroupId.Call(),
-		asm.Mov.Reg(asm.R7, asm.R0),
 		asm.LoadMapPtr(asm.R1, 0).WithReference(ringName),
 		asm.Mov.Imm(asm.R2, recordSize),
 		asm.Mov.Imm(asm.R3, 0),
@@ -110,9 +114,24 @@ func program(l layout, wakeAt uint32) asm.Instructions {
 			load(asm.R1, asm.R6, c.f),
 			asm.StoreMem(asm.R8, c.to, asm.R1, c.size))
 	}
+	// The ids, from the task's cgroup up: the ring's memory is not
+	// zeroed, so every slot is cleared first.
+	insns = append(insns, asm.Mov.Imm(asm.R1, 0), asm.StoreMem(asm.R8, recCgroup, asm.R1, asm.DWord))
+	for i := range container.MaxExitAncestors {
+		insns = append(insns, asm.StoreMem(asm.R8, int16(recAncestors+8*i), asm.R1, asm.DWord))
+	}
+	insns = append(insns, l.cgroup.TaskCgroup(asm.R7, asm.R6, "ids")...)
+	for i := 0; i <= container.MaxExitAncestors; i++ {
+		to := int16(recCgroup)
+		if i > 0 {
+			to = int16(recAncestors + 8*(i-1))
+			insns = append(insns, l.cgroup.Parent(asm.R7, asm.R7, "ids")...)
+		}
+		insns = append(insns, l.cgroup.CgroupID(asm.R1, asm.R7, "ids")...)
+		insns = append(insns, asm.StoreMem(asm.R8, to, asm.R1, asm.DWord))
+	}
 	return append(insns,
-		asm.StoreMem(asm.R8, recCgroup, asm.R7, asm.DWord),
-		asm.LoadMapPtr(asm.R1, 0).WithReference(ringName),
+		asm.LoadMapPtr(asm.R1, 0).WithReference(ringName).WithSymbol("ids"),
 		asm.Mov.Imm(asm.R2, rbAvailData),
 		asm.FnRingbufQuery.Call(),
 		asm.Mov.Imm(asm.R2, rbNoWakeup),

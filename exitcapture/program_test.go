@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/schedstatd/schedstatd/container"
 	"github.com/schedstatd/schedstatd/schedstat"
 )
 
@@ -41,11 +42,13 @@ func TestParseRecord(t *testing.T) {
 	ne.PutUint64(b[recRun:], 1000)
 	ne.PutUint64(b[recWait:], 20)
 	ne.PutUint64(b[recSlices:], 3)
+	ne.PutUint64(b[recAncestors:], 5)
+	ne.PutUint64(b[recAncestors+8:], 1)
 	got, ok := parseRecord(b)
 	if !ok {
 		t.Fatal("record not parsed")
 	}
-	want := record{TID: 4242, TGID: 4200, StartNanoseconds: 1_615_339_999_999, CgroupID: 7,
+	want := record{TID: 4242, TGID: 4200, StartNanoseconds: 1_615_339_999_999, CgroupID: 7, Ancestors: [container.MaxExitAncestors]uint64{5, 1},
 		Final: schedstat.Stat{RunNanoseconds: 1000, WaitNanoseconds: 20, Timeslices: 3}}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("(-want +got):\n%s", diff)

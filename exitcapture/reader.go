@@ -6,12 +6,13 @@ import (
 	"time"
 
 	"github.com/cilium/ebpf/ringbuf"
-	"github.com/schedstatd/schedstatd/container"
+	"golang.org/x/sys/unix"
 )
 
 // read moves records from the ring buffer to the queue until Close. It
 // reads whatever the ring holds every poll interval, or sooner when the
-// kernel wakes it.
+// kernel wakes it. Each time it finds the ring empty it notes the time:
+// every record written before then has been queued.
 func (s *Source) read() {
 	defer close(s.done)
 	var rec ringbuf.Record
@@ -22,7 +23,10 @@ func (s *Source) read() {
 		case err == nil:
 			s.receive(rec.RawSample)
 		case errors.Is(err, os.ErrDeadlineExceeded):
-			s.settle()
+			now := monotonicNow()
+			s.mu.Lock()
+			s.upTo = now
+			s.mu.Unlock()
 			s.reader.SetDeadline(time.Now().Add(s.poll))
 		default:
 			// Closed, or broken: either way no more records come; the
@@ -33,51 +37,25 @@ func (s *Source) read() {
 }
 
 // receive queues one raw record, or counts it lost if the queue is full.
-// A record whose cgroup is new waits for the next walk of the hierarchy.
 func (s *Source) receive(raw []byte) {
-	s.settle()
 	r, ok := parseRecord(raw)
 	if !ok {
 		return
 	}
 	s.events.Add(1)
-	x := container.Exit{TID: r.TID, StartTime: r.StartTime(), Final: r.Final}
-	if x.Cgroup, ok = s.cgroups.path(r.CgroupID); ok {
-		s.enqueue(x)
-	} else if len(s.waiting) < s.max {
-		s.waiting = append(s.waiting, waiter{x, r.CgroupID})
-	} else {
-		s.dropped.Add(1)
-	}
-}
-
-// waiter is a record held until the next walk finds its cgroup.
-type waiter struct {
-	x  container.Exit
-	id uint64
-}
-
-// settle walks the hierarchy, if records wait for it and it is due, and
-// queues those records.
-func (s *Source) settle() {
-	if len(s.waiting) == 0 || !s.cgroups.due() {
-		return
-	}
-	s.cgroups.scan()
-	for _, w := range s.waiting {
-		w.x.Cgroup = s.cgroups.settle(w.id)
-		s.enqueue(w.x)
-	}
-	clear(s.waiting)
-	s.waiting = s.waiting[:0]
-}
-
-func (s *Source) enqueue(x container.Exit) {
 	s.mu.Lock()
 	if len(s.queue) < s.max {
-		s.queue = append(s.queue, x)
+		s.queue = append(s.queue, r.exit())
 	} else {
 		s.dropped.Add(1)
 	}
 	s.mu.Unlock()
+}
+
+// monotonicNow reads CLOCK_MONOTONIC, the clock bpf_ktime_get_ns and the
+// table's retirements use.
+func monotonicNow() int64 {
+	var ts unix.Timespec
+	_ = unix.ClockGettime(unix.CLOCK_MONOTONIC, &ts)
+	return ts.Nano()
 }

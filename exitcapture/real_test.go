@@ -3,10 +3,12 @@ package exitcapture
 import (
 	"os"
 	"path/filepath"
+	"slices"
 	"syscall"
 	"testing"
 	"time"
 
+	"github.com/schedstatd/schedstatd/cgroupfs"
 	"github.com/schedstatd/schedstatd/container"
 	"github.com/schedstatd/schedstatd/internal/churn"
 	"github.com/schedstatd/schedstatd/internal/e2e"
@@ -18,13 +20,28 @@ import (
 
 var unifiedRoot = filepath.Join(testcg.Root, "unified")
 
-// openSource opens a source over the test machine's unified hierarchy and
-// closes it when the test ends. It needs root.
+// walked is the hierarchy the daemon walks on this machine by default: v1
+// cpuacct on a hybrid node.
+const walked = "cpuacct"
+
+// hierarchy opens the hierarchy called name under the test machine's
+// cgroup root.
+func hierarchy(t testing.TB, name string) *cgroupfs.Hierarchy {
+	t.Helper()
+	h, err := cgroupfs.Open(testcg.Root, name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return h
+}
+
+// openSource opens a source over the walked hierarchy, unless opts names
+// another, and closes it when the test ends. It needs root.
 func openSource(t testing.TB, opts Options) *Source {
 	t.Helper()
 	e2e.RequireRoot(t)
-	if opts.UnifiedDir == "" {
-		opts.UnifiedDir = unifiedRoot
+	if opts.Hierarchy == nil {
+		opts.Hierarchy = hierarchy(t, walked)
 	}
 	s, err := Open(opts)
 	if err != nil {
@@ -73,17 +90,35 @@ func collect(t testing.TB, s *Source, timeout time.Duration, done func(map[int32
 
 // TestRecordsMatchProc: threads that exit while their process lives on,
 // then the process itself, each send one record, named by the same id and
-// start time /proc shows, attributed to their v2 cgroup's path. The main
-// thread's record holds exactly what its zombie's schedstat holds.
+// start time /proc shows, attributed to the id of their cgroup in the
+// walked hierarchy (v1 cpuacct, or cgroup2), with its parent and the root
+// as ancestors. In v1 the task sits in a unified cgroup of another name,
+// which must not matter. The main thread's record holds exactly what its
+// zombie's schedstat holds.
 func TestRecordsMatchProc(t *testing.T) {
 	for _, tc := range []struct {
-		name string
-		opts Options
-	}{{"prev_state argument", Options{}}, {"state read from prev", Options{stateFromTask: true}}} {
+		name, hierarchy string
+		opts            Options
+	}{
+		{"cgroup2/prev_state argument", "unified", Options{}},
+		{"cgroup2/state read from prev", "unified", Options{stateFromTask: true}},
+		{"v1 cpuacct", "cpuacct", Options{}},
+	} {
 		t.Run(tc.name, func(t *testing.T) {
+			tc.opts.Hierarchy = hierarchy(t, tc.hierarchy)
 			s := openSource(t, tc.opts)
-			v2 := testcg.Make(t, "unified")
-			p := testproc.StartIn(t, 3, v2)
+			parent := testcg.Make(t, tc.hierarchy)
+			dir := filepath.Join(parent, "leaf")
+			if err := os.Mkdir(dir, 0o755); err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { testcg.Remove(t, parent, dir) })
+			p := testproc.StartIn(t, 3, dir)
+			if tc.hierarchy != "unified" {
+				// Elsewhere in cgroup2, under another name.
+				testcg.Move(t, testcg.Make(t, "unified"), p.PID)
+			}
+			wantIDs := []uint64{inode(t, dir), inode(t, parent), inode(t, tc.opts.Hierarchy.Dir())}
 			start := map[int32]uint64{}
 			last := map[int32]schedstat.Stat{}
 			buf := make([]byte, schedstat.BufferSize)
@@ -123,8 +158,9 @@ func TestRecordsMatchProc(t *testing.T) {
 			p.Kill()
 			for tid, st := range start {
 				x := got[tid]
-				if x.StartTime != st || x.Cgroup != "/"+filepath.Base(v2) || x.Final.RunNanoseconds < last[tid].RunNanoseconds || x.Final.Timeslices < last[tid].Timeslices {
-					t.Errorf("task %d: record %+v; want start %d, cgroup /%s, counters at least %+v", tid, x, st, filepath.Base(v2), last[tid])
+				ids := append([]uint64{x.Cgroup}, x.Ancestors[:2]...)
+				if x.StartTime != st || !slices.Equal(ids, wantIDs) || x.Ancestors[2] != 0 || x.Final.RunNanoseconds < last[tid].RunNanoseconds || x.Final.Timeslices < last[tid].Timeslices {
+					t.Errorf("task %d: record %+v; want start %d, cgroup and ancestors %v, counters at least %+v", tid, x, st, wantIDs, last[tid])
 				}
 			}
 			if x := got[int32(p.PID)]; x.Final != final {
@@ -150,4 +186,14 @@ func TestMain(m *testing.M) {
 func raiseFDLimit() {
 	const want = 1 << 20
 	unix.Setrlimit(unix.RLIMIT_NOFILE, &unix.Rlimit{Cur: want, Max: want})
+}
+
+// inode returns the inode of dir: a cgroup's id.
+func inode(t testing.TB, dir string) uint64 {
+	t.Helper()
+	var st syscall.Stat_t
+	if err := syscall.Stat(dir, &st); err != nil {
+		t.Fatal(err)
+	}
+	return st.Ino
 }

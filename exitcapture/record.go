@@ -3,6 +3,7 @@ package exitcapture
 import (
 	"encoding/binary"
 
+	"github.com/schedstatd/schedstatd/container"
 	"github.com/schedstatd/schedstatd/schedstat"
 )
 
@@ -18,9 +19,11 @@ type record struct {
 	// StartNanoseconds is the task's start time in nanoseconds since boot
 	// (task_struct.start_boottime).
 	StartNanoseconds uint64
-	// CgroupID is the task's cgroup v2 id: the inode number of its cgroup's
-	// directory in the unified hierarchy.
-	CgroupID uint64
+	// CgroupID is the id of the task's cgroup in the walked hierarchy:
+	// the inode number of its directory. Ancestors are its ancestors'
+	// ids, nearest first, zero past the root.
+	CgroupID  uint64
+	Ancestors [container.MaxExitAncestors]uint64
 	// Final holds the task's counters at its last switch away.
 	Final schedstat.Stat
 }
@@ -38,7 +41,7 @@ func parseRecord(b []byte) (record, bool) {
 		return record{}, false
 	}
 	ne := binary.NativeEndian
-	return record{
+	r := record{
 		TID:              int32(ne.Uint32(b[recTID:])),
 		TGID:             int32(ne.Uint32(b[recTGID:])),
 		StartNanoseconds: ne.Uint64(b[recStart:]),
@@ -48,5 +51,14 @@ func parseRecord(b []byte) (record, bool) {
 			WaitNanoseconds: ne.Uint64(b[recWait:]),
 			Timeslices:      ne.Uint64(b[recSlices:]),
 		},
-	}, true
+	}
+	for i := range r.Ancestors {
+		r.Ancestors[i] = ne.Uint64(b[recAncestors+8*i:])
+	}
+	return r, true
+}
+
+// exit returns the record as the accounting takes it.
+func (r record) exit() container.Exit {
+	return container.Exit{TID: r.TID, StartTime: r.StartTime(), Final: r.Final, Cgroup: r.CgroupID, Ancestors: r.Ancestors}
 }

@@ -18,38 +18,34 @@ import (
 )
 
 // ErrUnsupported is wrapped by the errors Open returns when the kernel or
-// the process's privileges do not allow exit capture: no kernel BTF, no
-// cgroup2 hierarchy, a PID namespace other than the host's, a kernel that
+// the process's privileges do not allow exit capture: no kernel BTF, a
+// walked hierarchy the program cannot name a task's cgroup in, a PID
+// namespace other than the host's, a kernel that
 // refuses the program, or missing CAP_BPF and CAP_PERFMON. The system error stays in the chain, so
 // errors.Is(err, os.ErrPermission) tells privileges apart.
 var ErrUnsupported = errors.New("exitcapture: exit capture unsupported")
 
 // Defaults for the zero Options fields.
 const (
-	DefaultRingBytes      = 1 << 20
-	DefaultQueueLen       = 16384
-	DefaultRescanInterval = 100 * time.Millisecond
-	DefaultPollInterval   = 20 * time.Millisecond
+	DefaultRingBytes    = 1 << 20
+	DefaultQueueLen     = 16384
+	DefaultPollInterval = 20 * time.Millisecond
 )
 
 // Options configure Open.
 type Options struct {
-	// UnifiedDir is the directory of the cgroup2 hierarchy, as
-	// cgroupfs.Hierarchy.UnifiedDir returns it. Records are attributed to
-	// the path of their cgroup relative to it, which on a hybrid node names
-	// the same cgroup in the walked v1 hierarchy. Required.
-	UnifiedDir string
+	// Hierarchy is the walked hierarchy, as cgroupfs.Open returns it: a
+	// record names the task's cgroup by its id there, as the pass's
+	// listing does (cgroupfs.Cgroup.ID). A v1 hierarchy must have a
+	// controller ("cpuacct", "cpu", ...). Required.
+	Hierarchy *cgroupfs.Hierarchy
 	// RingBytes is the size of the kernel's ring buffer of records, a power
 	// of two and a multiple of the page size; DefaultRingBytes if 0. A
-	// record takes 56 bytes in it.
+	// record takes 112 bytes in it.
 	RingBytes int
 	// QueueLen bounds the records held between two drains; records beyond
 	// it are counted lost. DefaultQueueLen if 0.
 	QueueLen int
-	// RescanInterval is the least time between two walks of the unified
-	// hierarchy to resolve new cgroup ids; records of a cgroup made since
-	// the last walk wait at most that long. DefaultRescanInterval if 0.
-	RescanInterval time.Duration
 	// PollInterval is how often the reader looks for records; the kernel
 	// wakes it sooner only when the ring is half full.
 	// DefaultPollInterval if 0.
@@ -68,21 +64,19 @@ type Options struct {
 // queue to the goroutine that owns the table. Stats and Close may be
 // called from any goroutine; Drain and Feed from one at a time.
 type Source struct {
-	coll    *ebpf.Collection
-	link    link.Link
-	reader  *ringbuf.Reader
-	cgroups *cgroupIndex
-	max     int
-	poll    time.Duration
-	done    chan struct{}
-
-	// waiting holds records whose cgroup is new until the next walk; only
-	// the reader goroutine touches it.
-	waiting []waiter
+	coll   *ebpf.Collection
+	link   link.Link
+	reader *ringbuf.Reader
+	max    int
+	poll   time.Duration
+	done   chan struct{}
 
 	mu    sync.Mutex
 	queue []container.Exit // filled by the reader goroutine
 	spare []container.Exit // handed out by Drain
+	// upTo is the monotonic clock at which the reader last found the ring
+	// empty: every record written before it is in the queue.
+	upTo int64
 
 	events, dropped atomic.Uint64
 
@@ -99,23 +93,23 @@ type Source struct {
 // ErrUnsupported.
 func Open(opts Options) (*Source, error) {
 	opts = withDefaults(opts)
-	if opts.UnifiedDir == "" {
-		return nil, fmt.Errorf("%w: no cgroup2 hierarchy to attribute exits by", ErrUnsupported)
+	if opts.Hierarchy == nil {
+		return nil, errors.New("exitcapture: no hierarchy")
+	}
+	controller := ""
+	if opts.Hierarchy.Version() == cgroupfs.V1 {
+		controller = opts.Hierarchy.Name()
 	}
 	// Records name tasks by their ids in the initial PID namespace; the
 	// table's ids are those of the daemon's.
 	if host, err := cgroupfs.InitialPIDNamespace("/proc"); err != nil || !host {
 		return nil, fmt.Errorf("%w: not in the host PID namespace (run with hostPID: true)", ErrUnsupported)
 	}
-	cgroups, err := newCgroupIndex(opts.UnifiedDir, opts.RescanInterval)
-	if err != nil {
-		return nil, fmt.Errorf("%w: cgroup2 hierarchy: %w", ErrUnsupported, err)
-	}
 	kernel, err := btf.LoadKernelSpec()
 	if err != nil {
 		return nil, fmt.Errorf("%w: kernel BTF: %w", ErrUnsupported, err)
 	}
-	l, err := kernelLayout(kernel)
+	l, err := kernelLayout(kernel, controller)
 	if err != nil {
 		return nil, fmt.Errorf("%w: %w", ErrUnsupported, err)
 	}
@@ -149,7 +143,6 @@ func Open(opts Options) (*Source, error) {
 		coll.Close()
 		return nil, fmt.Errorf("exitcapture: ring buffer reader: %w", err)
 	}
-	s.cgroups = cgroups
 	go s.read()
 	return s, nil
 }
@@ -160,9 +153,6 @@ func withDefaults(o Options) Options {
 	}
 	if o.QueueLen == 0 {
 		o.QueueLen = DefaultQueueLen
-	}
-	if o.RescanInterval == 0 {
-		o.RescanInterval = DefaultRescanInterval
 	}
 	if o.PollInterval == 0 {
 		o.PollInterval = DefaultPollInterval

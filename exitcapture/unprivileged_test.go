@@ -11,7 +11,9 @@ import (
 	"syscall"
 	"testing"
 
+	"github.com/schedstatd/schedstatd/cgroupfs"
 	"github.com/schedstatd/schedstatd/internal/e2e"
+	"github.com/schedstatd/schedstatd/internal/testcg"
 	"github.com/schedstatd/schedstatd/internal/loadmode"
 )
 
@@ -24,7 +26,12 @@ func probe() {
 	if mode == "" {
 		return
 	}
-	s, err := Select(loadmode.Mode(mode), Options{UnifiedDir: unifiedRoot}, slog.New(slog.NewTextHandler(os.Stdout, nil)))
+	h, err := cgroupfs.Open(testcg.Root, walked)
+	if err != nil {
+		fmt.Printf("source=false err=%v\n", err)
+		os.Exit(0)
+	}
+	s, err := Select(loadmode.Mode(mode), Options{Hierarchy: h}, slog.New(slog.NewTextHandler(os.Stdout, nil)))
 	fmt.Printf("source=%v err=%v\n", s != nil, err)
 	s.Close()
 	os.Exit(0)

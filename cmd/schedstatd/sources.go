@@ -55,7 +55,7 @@ func openSources(cfg *config, logger *slog.Logger) (*sources, error) {
 		src.lister, src.tasks = src.iter.Lister(), src.iter.Opener()
 	}
 
-	if src.exits, err = exitcapture.Select(loadmode.Mode(cfg.exitCapture), exitcapture.Options{UnifiedDir: h.UnifiedDir()}, logger); err != nil {
+	if src.exits, err = exitcapture.Select(loadmode.Mode(cfg.exitCapture), exitcapture.Options{Hierarchy: h}, logger); err != nil {
 		src.close()
 		return nil, fmt.Errorf("--exit-capture=%s: %w", cfg.exitCapture, err)
 	}

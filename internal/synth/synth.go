@@ -118,6 +118,9 @@ type Tree struct {
 	Cgroups []cgroupfs.Cgroup
 	// Err, when set, is returned by List.
 	Err error
+	// lastID is the last cgroup id given out: like inode numbers, ids are
+	// never reused, so a cgroup made again under a path is a new one.
+	lastID uint64
 }
 
 // NewTree returns a tree of the given paths, "/" first, each parent listed
@@ -143,8 +146,12 @@ func (t *Tree) Mkdir(path string) {
 			panic("synth: no parent for " + path)
 		}
 	}
-	t.Cgroups = append(t.Cgroups, cgroupfs.Cgroup{Path: path, Parent: parent})
+	t.lastID++
+	t.Cgroups = append(t.Cgroups, cgroupfs.Cgroup{Path: path, Parent: parent, ID: t.lastID})
 }
+
+// ID returns the kernel id of the cgroup at path.
+func (t *Tree) ID(path string) uint64 { return t.Cgroups[t.Index(path)].ID }
 
 // Rmdir removes the cgroup at path, which must have no children.
 func (t *Tree) Rmdir(path string) {
@@ -182,8 +189,13 @@ func (t *Tree) List(l *cgroupfs.Listing) error {
 	for i := range t.Cgroups {
 		c := &t.Cgroups[i]
 		d := l.Add(c.Path, c.Parent)
+		d.ID = c.ID
 		d.TIDs = append(d.TIDs, c.TIDs...)
 		d.UsageNanoseconds, d.HasUsage = c.UsageNanoseconds, c.HasUsage
+		d.Err, d.SubtreeUnread = c.Err, c.SubtreeUnread
+		if d.Err != nil {
+			l.Errors++
+		}
 	}
 	return nil
 }
