@@ -76,7 +76,7 @@ schedstatd_exit_events_lost_total 0
 # HELP schedstatd_exit_events_total Exit records received from the kernel, one per exited task (thread).
 # TYPE schedstatd_exit_events_total counter
 schedstatd_exit_events_total 0
-# HELP schedstatd_exit_events_unattributed_total Exit records whose cgroup was unknown or gone, credited to the nearest ancestor that exists.
+# HELP schedstatd_exit_events_unattributed_total Exit records of tasks no pass saw whose cgroup was removed before a pass could list it, credited to the nearest ancestor that exists.
 # TYPE schedstatd_exit_events_unattributed_total counter
 schedstatd_exit_events_unattributed_total 0
 `

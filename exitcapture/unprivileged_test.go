@@ -13,8 +13,8 @@ import (
 
 	"github.com/schedstatd/schedstatd/cgroupfs"
 	"github.com/schedstatd/schedstatd/internal/e2e"
-	"github.com/schedstatd/schedstatd/internal/testcg"
 	"github.com/schedstatd/schedstatd/internal/loadmode"
+	"github.com/schedstatd/schedstatd/internal/testcg"
 )
 
 const envProbe = "SCHEDSTATD_EXITCAPTURE_PROBE"
