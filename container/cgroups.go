@@ -14,8 +14,9 @@ type cgroupState struct {
 	path string // label only; may change if a v1 cgroup is renamed
 	// own is what was credited to this cgroup itself, plus the totals of
 	// removed descendants folded into it. It only grows.
-	own   schedstat.Stat
-	tasks int // own tasks read this pass
+	own       schedstat.Stat
+	tasks     int // own tasks read this pass
+	lastTasks int // own tasks of the pass before
 
 	// Set by each pass from the listing, or kept from the last pass that
 	// listed the cgroup while a partial pass cannot see it.
@@ -104,7 +105,7 @@ func (s *cgroupSet) begin(pass uint64, l *cgroupfs.Listing) []*cgroupState {
 			continue
 		}
 		cg.seen = pass
-		cg.tasks = 0
+		cg.lastTasks, cg.tasks = cg.tasks, 0
 		cg.subtreeUnread = c.SubtreeUnread
 		if c.ID != 0 {
 			cg.parent = parent
@@ -173,7 +174,7 @@ func (s *cgroupSet) end(pass uint64, now int64) {
 			continue
 		}
 		if s.unreadAbove(cg, pass) {
-			cg.seen, cg.subtreeUnread, cg.tasks = pass, true, 0
+			cg.seen, cg.subtreeUnread = pass, true // tasks: as last listed
 			s.kept = append(s.kept, cg)
 		}
 	}
@@ -244,6 +245,11 @@ func (s *cgroupSet) nearest(cg *cgroupState, pass uint64) *cgroupState {
 // finishes each child before adding it to its parent.
 func (s *cgroupSet) rollup() {
 	for _, cg := range s.order {
+		if cg.lastErr && cg.tasks == 0 {
+			// Its thread list may be what failed: its tasks were read
+			// through their handles, and are as many as before.
+			cg.tasks = cg.lastTasks
+		}
 		cg.total, cg.totalTasks = cg.own, cg.tasks
 	}
 	for i := len(s.order) - 1; i > 0; i-- {

@@ -1,6 +1,8 @@
 package exitcapture
 
 import (
+	"os"
+	"path/filepath"
 	"testing"
 	"time"
 
@@ -10,12 +12,14 @@ import (
 
 // TestCoverageShortTasks is the case polling cannot see: 1,500 threads of
 // 4 ms and 200 processes of about 10 ms, in a cgroup of the v1 cpuacct
-// hierarchy (walked, as the daemon does on this node by default) and its
-// v2 twin (whose id the records carry), with a pass every second. With
-// exit capture the cgroup's run time must reach 99.5% of its own CPU
-// counter; the polling-only figure of the same run is printed.
+// hierarchy (walked, as the daemon does on this node by default) that sits
+// in a cgroup2 cgroup of another name, with a pass every second. With exit
+// capture the cgroup's run time must reach 99.5% of its own CPU counter;
+// the polling-only figure of the same run is printed.
 func TestCoverageShortTasks(t *testing.T) {
-	v1, v2, rel := twin(t)
+	v1 := testcg.Make(t, "cpuacct")
+	v2 := testcg.Make(t, "unified")
+	rel := "/" + filepath.Base(v1)
 	s := openSource(t, Options{})
 	p := newPair(t, s, "cpuacct")
 	p.pass(t)
@@ -57,5 +61,64 @@ func TestCoverageShortTasks(t *testing.T) {
 	// one of this cgroup's; the coverage above is what tells.
 	if st.Lost != 0 {
 		t.Logf("%d records lost", st.Lost)
+	}
+}
+
+// TestCoverageFastPasses: passes every 2 ms (as six scrape loops and a
+// short interval make them) while short threads churn: records come long
+// after the passes that found their tasks gone, and each task still counts
+// once. Run seconds stay within 0.5% of the cgroup's CPU counter.
+func TestCoverageFastPasses(t *testing.T) {
+	v1 := testcg.Make(t, "cpuacct")
+	rel := "/" + filepath.Base(v1)
+	s := openSource(t, Options{})
+	p := newPair(t, s, "cpuacct")
+	p.pass(t)
+	stop := p.every(t, 2*time.Millisecond)
+	defer func() {
+		if stop != nil {
+			stop()
+		}
+	}()
+	churn.Start(t, "threads 600 3ms 3", v1).Wait(t, 90*time.Second)
+	stop()
+	stop = nil
+	p.settle(t)
+	p.pass(t)
+	usage := testcg.Usage(t, v1)
+	captured := run(t, p.capture, rel)
+	c := p.capture.Counters()
+	t.Logf("cpuacct.usage %.4fs; with exit capture %.4fs (%.4f); passes %d, exit events %d, exits seen by passes %d, retired remembered %d, evicted %d",
+		float64(usage)/1e9, float64(captured)/1e9, float64(captured)/float64(usage), c.Passes, c.ExitEvents, c.Exits, c.RetiredTracked, c.RetiredEvicted)
+	if r := float64(captured) / float64(usage); r < 0.995 || r > 1.005 {
+		t.Errorf("with passes every 2 ms the cgroup ran %d ns against its CPU counter's %d ns (%.4f), more than 0.5%% apart", captured, usage, r)
+	}
+}
+
+// TestCoverageNewCgroup: a cgroup made after a pass and filled with short
+// threads that are all gone before the next pass (a new container's first
+// threads, runc's among them): their records name a cgroup no pass has
+// listed, wait for the pass that lists it, and count there, not in its
+// parent.
+func TestCoverageNewCgroup(t *testing.T) {
+	parent := testcg.Make(t, "cpuacct")
+	s := openSource(t, Options{})
+	p := newPair(t, s, "cpuacct")
+	p.pass(t)
+	dir := filepath.Join(parent, "ctr")
+	if err := os.Mkdir(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { testcg.Remove(t, parent, dir) })
+	churn.Start(t, "threads 200 5ms 2", dir).Wait(t, 60*time.Second)
+	p.settle(t)
+	p.pass(t)
+	usage := testcg.Usage(t, dir)
+	rel := "/" + filepath.Base(parent) + "/ctr"
+	captured := run(t, p.capture, rel)
+	t.Logf("new cgroup: cpuacct.usage %.4fs, with exit capture %.4fs (%.4f); unattributed %d",
+		float64(usage)/1e9, float64(captured)/1e9, float64(captured)/float64(usage), p.capture.Counters().UnattributedExits)
+	if r := float64(captured) / float64(usage); r < 0.995 || r > 1.005 {
+		t.Errorf("the new cgroup ran %d ns against its CPU counter's %d ns (%.4f)", captured, usage, r)
 	}
 }
