@@ -3,8 +3,10 @@ package collector
 import (
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"log/slog"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -15,6 +17,7 @@ import (
 	"github.com/schedstatd/schedstatd/internal/synth"
 	"github.com/schedstatd/schedstatd/internal/testrun"
 	"github.com/schedstatd/schedstatd/schedstat"
+	"golang.org/x/sys/unix"
 )
 
 // slowLister lists a synthetic tree slowly and records how many listings
@@ -26,6 +29,8 @@ type slowLister struct {
 	maxSeen  atomic.Int32
 	calls    atomic.Int32
 	fail     atomic.Bool
+	// partial makes every cgroup but the root unreadable, for want of fds.
+	partial atomic.Bool
 }
 
 func (s *slowLister) List(l *cgroupfs.Listing) error {
@@ -42,7 +47,16 @@ func (s *slowLister) List(l *cgroupfs.Listing) error {
 	if s.fail.Load() {
 		return errors.New("cgroup root unreadable")
 	}
-	return s.tree.List(l)
+	if err := s.tree.List(l); err != nil {
+		return err
+	}
+	if s.partial.Load() {
+		l.Cgroups[0].Err = fmt.Errorf("cgroupfs: /: %w", unix.EMFILE)
+		l.Cgroups[0].SubtreeUnread = true
+		l.Cgroups = l.Cgroups[:1]
+		l.Errors = 1
+	}
+	return nil
 }
 
 func quietLogger() *slog.Logger { return slog.New(slog.NewTextHandler(io.Discard, nil)) }
@@ -124,6 +138,43 @@ func TestHealthFollowsPasses(t *testing.T) {
 	}
 	if err := p.Health(time.Now()); err != nil {
 		t.Errorf("after recovery: %v", err)
+	}
+}
+
+// TestHealthReportsPartialPasses: passes that succeed but cannot read the
+// whole tree keep what they could not see, and /healthz says so, with the
+// reason, once they have gone on for more than three intervals.
+func TestHealthReportsPartialPasses(t *testing.T) {
+	tree := synth.NewTree("/", "/a")
+	l := &slowLister{tree: tree}
+	const interval = 20 * time.Millisecond
+	p := startPoller(t, l, interval)
+	if _, err := p.Fresh(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	l.partial.Store(true)
+	s, err := p.Fresh(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := s.Lookup("/a"); !ok || s.PartialErr == nil {
+		t.Fatalf("partial pass: /a kept %v, partial error %v", ok, s.PartialErr)
+	}
+	if err := p.Health(time.Now()); err != nil {
+		t.Errorf("one partial pass already unhealthy: %v", err)
+	}
+	time.Sleep(staleIntervals*interval + 5*interval)
+	err = p.Health(time.Now())
+	if err == nil || !strings.Contains(err.Error(), "too many open files") {
+		t.Fatalf("after partial passes for more than three intervals: %v, want the reason", err)
+	}
+	t.Logf("health: %v", err)
+	l.partial.Store(false)
+	if _, err := p.Fresh(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if err := p.Health(time.Now()); err != nil {
+		t.Errorf("after a complete pass: %v", err)
 	}
 }
 
