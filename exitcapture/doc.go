@@ -15,13 +15,13 @@
 //     which needs neither tracefs nor kprobes. A dead task switches away
 //     exactly once, with prev_state TASK_DEAD, after its counters took
 //     their final values and with prev still current: the program sends
-//     one record then (tid, tgid, start time, v2 cgroup id, the three
-//     counters) through a ring buffer. Every other switch costs it four
+//     one record then (tid, tgid, start time, the three counters, and the
+//     ids of the task's cgroup in the walked hierarchy and of its
+//     ancestors) through a ring buffer. Every other switch costs it four
 //     instructions.
-//   - The unified (cgroup2) hierarchy's directories: a v2 cgroup id is the
-//     inode number of the cgroup's directory, and a record is attributed
-//     to that directory's path relative to the hierarchy root, which on a
-//     hybrid node names the same cgroup in the walked v1 hierarchy.
+//   - Nothing else: a cgroup id is the inode number of the cgroup's
+//     directory in the walked hierarchy (v1 or cgroup2), the id the pass's
+//     listing knows it by, so the accounting places records itself.
 //
 // The rules it keeps:
 //
@@ -30,16 +30,14 @@
 //     without waiting for the kernel.
 //  2. Memory is bounded: the ring buffer and the queue have fixed sizes;
 //     a record that finds either full is counted lost, never waited for.
-//     The cgroup index holds the cgroups of two walks.
-//  3. The accounting stays exactly-once: records go to container.Table.Exit,
-//     which adds a tracked task's final increase, or a task no pass saw in
-//     full, whichever of the record and the pass that finds it gone comes
-//     first.
-//  4. A record whose cgroup was removed goes to the nearest ancestor that
-//     still exists (the table resolves the last known path), and one whose
-//     cgroup was never found goes to the root; both are counted.
-//  5. Exit capture is optional: without kernel BTF, a cgroup2 hierarchy,
-//     the host's PID namespace (records carry host ids) or the privileges
+//  3. The accounting stays exactly-once at any pass rate and reader lag:
+//     records go to container.Table.Exit, and Feed tells the table up to
+//     when every record has been delivered (the reader notes each time it
+//     finds the ring empty), so the table remembers retired tasks until
+//     their records can no longer come.
+//  4. Exit capture is optional: without kernel BTF, a walked hierarchy
+//     the program can name, the host's PID namespace (records carry host
+//     ids) or the privileges
 //     (CAP_BPF and CAP_PERFMON, or root), Open fails with ErrUnsupported
 //     and Select in Auto mode falls back to polling.
 //
