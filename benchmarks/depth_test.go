@@ -10,6 +10,7 @@ import (
 	"github.com/schedstatd/schedstatd/internal/baseline"
 	"github.com/schedstatd/schedstatd/internal/synth"
 	"github.com/schedstatd/schedstatd/internal/testproc"
+	"github.com/schedstatd/schedstatd/procsource"
 	"github.com/schedstatd/schedstatd/schedstat"
 )
 
@@ -33,7 +34,7 @@ func BenchmarkDepth(b *testing.B) {
 		b.Run(fmt.Sprintf("threads=%d/depth=%d", threads, depth), func(b *testing.B) {
 			b.Run("schedstatd", func(b *testing.B) {
 				reads := countReads(b, tree)
-				table := container.NewTable(tree, container.ProcOpener{Root: "/proc"})
+				table := container.NewTable(tree, procsource.Opener{Root: "/proc"})
 				b.Cleanup(func() { table.Close() })
 				if err := table.Pass(); err != nil {
 					b.Fatal(err)
@@ -102,7 +103,7 @@ func countReads(tb testing.TB, tree *synth.Tree) int {
 }
 
 type countingOpener struct {
-	container.ProcOpener
+	procsource.Opener
 	reads int
 }
 
@@ -112,7 +113,7 @@ type countingHandle struct {
 }
 
 func (o *countingOpener) Open(tid int32) (container.TaskHandle, error) {
-	h, err := container.ProcOpener{Root: "/proc"}.Open(tid)
+	h, err := procsource.Opener{Root: "/proc"}.Open(tid)
 	if err != nil {
 		return nil, err
 	}

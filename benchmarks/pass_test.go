@@ -15,6 +15,7 @@ import (
 	"github.com/schedstatd/schedstatd/internal/e2e"
 	"github.com/schedstatd/schedstatd/internal/testcg"
 	"github.com/schedstatd/schedstatd/internal/testproc"
+	"github.com/schedstatd/schedstatd/procsource"
 	"github.com/schedstatd/schedstatd/taskiter"
 	"golang.org/x/sys/unix"
 )
@@ -82,7 +83,7 @@ func BenchmarkPass(b *testing.B) {
 			}
 		})
 		b.Run("schedstatd", func(b *testing.B) {
-			table := container.NewTable(openTop(b, top), container.ProcOpener{Root: "/proc"})
+			table := container.NewTable(openTop(b, top), procsource.Opener{Root: "/proc"})
 			tasks := warm(b, table).Cgroups[0].Tasks
 			if tasks < threads {
 				b.Fatalf("a pass read %d tasks of %d threads", tasks, threads)

@@ -54,8 +54,6 @@ var (
 		"Passes that could not read this cgroup whole; shown once the cgroup has had one.", containerLabels, nil)
 	lastPassDesc = prometheus.NewDesc(namespace+"_last_collection_timestamp_seconds",
 		"Unix time of the last completed pass.", nil, nil)
-	unkeptDesc = prometheus.NewDesc(namespace+"_tasks_unkept",
-		"Tracked tasks read by open, read and close each pass because the open-file limit left no fd to keep for them.", nil, nil)
 	cgroupsDesc = prometheus.NewDesc(namespace+"_cgroups",
 		"Cgroups in the walked hierarchy at the last pass.", nil, nil)
 )
@@ -120,7 +118,6 @@ func (e *Exporter) Collect(ch chan<- prometheus.Metric) {
 	if n := c.CgroupsRead + c.CgroupsUnread; n > 0 {
 		ch <- prometheus.MustNewConstMetric(readShareDesc, prometheus.GaugeValue, float64(c.CgroupsRead)/float64(n))
 	}
-	ch <- prometheus.MustNewConstMetric(unkeptDesc, prometheus.GaugeValue, float64(c.Unkept))
 	ch <- prometheus.MustNewConstMetric(cgroupsDesc, prometheus.GaugeValue, float64(len(s.Cgroups)))
 	for _, r := range container.Reasons() {
 		ch <- prometheus.MustNewConstMetric(readErrorsDesc, prometheus.CounterValue, float64(c.ReadErrorsFor(r)), r.String())

@@ -16,6 +16,7 @@ import (
 	"github.com/schedstatd/schedstatd/container"
 	"github.com/schedstatd/schedstatd/internal/synth"
 	"github.com/schedstatd/schedstatd/internal/testrun"
+	"github.com/schedstatd/schedstatd/procsource"
 )
 
 var update = flag.Bool("update", false, "rewrite golden files")
@@ -60,7 +61,7 @@ func fixtureExporter(t *testing.T) (*Exporter, *prometheus.Registry) {
 	tree.Cgroups[0].UsageNanoseconds, tree.Cgroups[0].HasUsage = 40_000_000_000, true
 	tree.Cgroups[4].UsageNanoseconds, tree.Cgroups[4].HasUsage = 4_600_000_000, true
 
-	p := NewPoller(container.NewTable(tree, container.ProcOpener{Root: fixtures + "/proc"}), time.Hour, quietLogger())
+	p := NewPoller(container.NewTable(tree, procsource.Opener{Root: fixtures + "/proc"}), time.Hour, quietLogger())
 	testrun.Background(t, p.Run)
 	for p.Last().Counters.Passes == 0 {
 		time.Sleep(time.Millisecond)

@@ -37,8 +37,6 @@ type Poller struct {
 	lastWhole  time.Time
 	partialErr error
 	started    time.Time
-	// fdWarned is set once the fd limit has been reported.
-	fdWarned bool
 }
 
 // NewPoller returns a poller of table that runs a pass every interval once
@@ -132,11 +130,6 @@ func (p *Poller) pass(ctx context.Context) *container.Snapshot {
 		p.lastErr = nil
 		p.lastGood = s.Time
 		p.partial(s)
-	}
-	if c := s.Counters; c.Unkept > 0 && !p.fdWarned {
-		p.fdWarned = true
-		p.logger.Warn("open-file limit reached: some threads are read by open, read and close on every pass, which costs more CPU; raise RLIMIT_NOFILE (LimitNOFILE=, or grant CAP_SYS_RESOURCE) above the node's thread count",
-			"threads_unkept", c.Unkept, "threads_tracked", c.Tracked)
 	}
 	p.last = s
 	return s

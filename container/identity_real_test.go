@@ -10,6 +10,7 @@ import (
 	"github.com/schedstatd/schedstatd/container"
 	"github.com/schedstatd/schedstatd/internal/testcg"
 	"github.com/schedstatd/schedstatd/internal/testproc"
+	"github.com/schedstatd/schedstatd/procsource"
 	"golang.org/x/sys/unix"
 )
 
@@ -20,7 +21,7 @@ func realTable(t *testing.T, hierarchy string) *container.Table {
 	if err != nil {
 		t.Fatal(err)
 	}
-	table := container.NewTable(h, container.ProcOpener{Root: "/proc", Budget: &container.FDBudget{Max: 1 << 20}})
+	table := container.NewTable(h, procsource.Opener{Root: "/proc", Budget: &procsource.FDBudget{Max: 1 << 20}})
 	t.Cleanup(func() { table.Close() })
 	return table
 }

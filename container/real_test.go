@@ -15,6 +15,7 @@ import (
 	"github.com/schedstatd/schedstatd/internal/synth"
 	"github.com/schedstatd/schedstatd/internal/testcg"
 	"github.com/schedstatd/schedstatd/internal/testproc"
+	"github.com/schedstatd/schedstatd/procsource"
 )
 
 // userHZ is the kernel's USER_HZ, the unit of utime and stime in
@@ -263,7 +264,7 @@ func TestRealTaskGoneBetweenListingAndReading(t *testing.T) {
 	tree := synth.NewTree("/", "/w")
 	tree.Set("/w", p.Threads(t)...)
 	lister := &killAfterList{tree: tree}
-	table := container.NewTable(lister, container.ProcOpener{Root: "/proc"})
+	table := container.NewTable(lister, procsource.Opener{Root: "/proc"})
 	defer table.Close()
 	if err := table.Pass(); err != nil {
 		t.Fatal(err)

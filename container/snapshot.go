@@ -27,9 +27,6 @@ type Counters struct {
 	Duplicates, Unlisted uint64
 	// Rebuilds counts task maps rebuilt to give memory back.
 	Rebuilds uint64
-	// Unkept is the number of tracked tasks read without a kept fd, when
-	// the opener reports it (ProcOpener with an FDBudget).
-	Unkept int
 	// CgroupErrors counts cgroups, over all passes, that could not be read
 	// whole (a thread list, counter or directory that failed other than
 	// by removal), and CgroupReadErrors the same by Reason.
@@ -137,9 +134,6 @@ func (t *Table) Counters() Counters {
 	c.Tracked = len(t.tasks)
 	c.PendingExits = len(t.pending.list)
 	c.RetiredTracked, c.RetiredEvicted = t.graves.len(), t.graves.evicted
-	if o, ok := t.opener.(ProcOpener); ok && o.Budget != nil {
-		c.Unkept = o.Budget.Unkept()
-	}
 	return c
 }
 

@@ -7,6 +7,7 @@ import (
 	"github.com/schedstatd/schedstatd/container"
 	"github.com/schedstatd/schedstatd/internal/e2e"
 	"github.com/schedstatd/schedstatd/internal/testcg"
+	"github.com/schedstatd/schedstatd/procsource"
 	"github.com/schedstatd/schedstatd/taskiter"
 )
 
@@ -33,7 +34,7 @@ func forEachSource(t *testing.T, hierarchy string, test func(t *testing.T, src t
 			t.Fatal(err)
 		}
 		test(t, taskSource{
-			opener: container.ProcOpener{Root: "/proc"},
+			opener: procsource.Opener{Root: "/proc"},
 			wrap:   func(l cgroupfs.Lister) cgroupfs.Lister { return l },
 			lister: h,
 		})

@@ -21,6 +21,7 @@ import (
 	"github.com/schedstatd/schedstatd/exitcapture"
 	"github.com/schedstatd/schedstatd/internal/synth"
 	"github.com/schedstatd/schedstatd/internal/testrun"
+	"github.com/schedstatd/schedstatd/procsource"
 	"github.com/schedstatd/schedstatd/taskiter"
 )
 
@@ -172,7 +173,7 @@ func TestMetricNames(t *testing.T) {
 // registryNames returns the names of every series a registry like the
 // daemon's exposes: the exporter of a poller over a synthetic tree, its
 // pass-duration histogram, the runtime client's, the task iterator's and
-// exit capture's metrics (both unloaded), and the Go and process
+// exit capture's metrics (both unloaded), the procfs source's, and the Go and process
 // collectors. Histograms and summaries give their _bucket, _sum
 // and _count names.
 func registryNames(t *testing.T) map[string]bool {
@@ -197,6 +198,7 @@ func registryNames(t *testing.T) map[string]bool {
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(collector.NewExporter(p, collector.WithLabeler(rt)), p.Duration(), rt,
 		taskiter.NewCollector(nil), exitcapture.NewCollector(nil, func() uint64 { return 0 }),
+		procsource.NewCollector(&procsource.FDBudget{Max: 100}),
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	mfs, err := reg.Gather()
 	if err != nil {

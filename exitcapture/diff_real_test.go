@@ -11,6 +11,7 @@ import (
 	"github.com/schedstatd/schedstatd/internal/churn"
 	"github.com/schedstatd/schedstatd/internal/testcg"
 	"github.com/schedstatd/schedstatd/internal/testproc"
+	"github.com/schedstatd/schedstatd/procsource"
 	"github.com/schedstatd/schedstatd/taskiter"
 )
 
@@ -63,7 +64,7 @@ func TestDifferentialSources(t *testing.T) {
 		t.Fatalf("task iterator: %v", err)
 	}
 	t.Cleanup(func() { iter.Close() })
-	procfs := &fed{name: "procfs", src: openSource(t, Options{}), table: container.NewTable(hierarchy(t, walked), container.ProcOpener{Root: "/proc"})}
+	procfs := &fed{name: "procfs", src: openSource(t, Options{}), table: container.NewTable(hierarchy(t, walked), procsource.Opener{Root: "/proc"})}
 	byIter := &fed{name: "iter", src: openSource(t, Options{}), table: container.NewTable(iter.Lister(), iter.Opener())}
 	both := []*fed{procfs, byIter}
 	for _, f := range both {

@@ -8,6 +8,7 @@ import (
 	"github.com/schedstatd/schedstatd/cgroupfs"
 	"github.com/schedstatd/schedstatd/container"
 	"github.com/schedstatd/schedstatd/internal/testcg"
+	"github.com/schedstatd/schedstatd/procsource"
 )
 
 // pair is two tables over the same hierarchy and the same tasks: one fed
@@ -24,7 +25,7 @@ func newPair(t testing.TB, src *Source, hierarchy string) *pair {
 		if err != nil {
 			t.Fatal(err)
 		}
-		tb := container.NewTable(h, container.ProcOpener{Root: "/proc"})
+		tb := container.NewTable(h, procsource.Opener{Root: "/proc"})
 		t.Cleanup(func() { tb.Close() })
 		return tb
 	}

@@ -9,6 +9,7 @@ import (
 	"github.com/schedstatd/schedstatd/internal/benchx"
 	"github.com/schedstatd/schedstatd/internal/e2e"
 	"github.com/schedstatd/schedstatd/internal/testproc"
+	"github.com/schedstatd/schedstatd/procsource"
 	"github.com/schedstatd/schedstatd/schedstat"
 	"golang.org/x/sys/unix"
 )
@@ -93,7 +94,7 @@ func BenchmarkRead(b *testing.B) {
 			})
 			b.Run("table-procfs", func(b *testing.B) {
 				h, _ := open(b, "")
-				t := container.NewTable(h, container.ProcOpener{Root: "/proc"})
+				t := container.NewTable(h, procsource.Opener{Root: "/proc"})
 				defer t.Close()
 				tablePass(b, t, n)
 			})

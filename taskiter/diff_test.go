@@ -12,6 +12,7 @@ import (
 	"github.com/schedstatd/schedstatd/container"
 	"github.com/schedstatd/schedstatd/internal/testcg"
 	"github.com/schedstatd/schedstatd/internal/testproc"
+	"github.com/schedstatd/schedstatd/procsource"
 	"github.com/schedstatd/schedstatd/schedstat"
 )
 
@@ -125,7 +126,7 @@ func TestTableTotalsReal(t *testing.T) {
 			b.Stop(t)
 
 			iter := container.NewTable(s.Lister(), s.Opener())
-			proc := container.NewTable(h, container.ProcOpener{Root: "/proc"})
+			proc := container.NewTable(h, procsource.Opener{Root: "/proc"})
 			defer iter.Close()
 			defer proc.Close()
 			for range 2 {

@@ -12,6 +12,7 @@ import (
 	"github.com/schedstatd/schedstatd/container"
 	"github.com/schedstatd/schedstatd/internal/testcg"
 	"github.com/schedstatd/schedstatd/internal/testproc"
+	"github.com/schedstatd/schedstatd/procsource"
 )
 
 // TestScenarioReal runs a table over each source through the events the
@@ -32,7 +33,7 @@ func TestScenarioReal(t *testing.T) {
 			}
 			paths := []string{rel(t, h, top), rel(t, h, a), rel(t, h, b)}
 			iter := container.NewTable(s.Lister(), s.Opener())
-			proc := container.NewTable(h, container.ProcOpener{Root: "/proc"})
+			proc := container.NewTable(h, procsource.Opener{Root: "/proc"})
 			defer iter.Close()
 			defer proc.Close()
 

@@ -25,6 +25,7 @@ import (
 	"github.com/schedstatd/schedstatd/container"
 	"github.com/schedstatd/schedstatd/cri"
 	"github.com/schedstatd/schedstatd/internal/loadmode"
+	"github.com/schedstatd/schedstatd/procsource"
 )
 
 // defaultAddress is the default listen address. Port 10271 is outside the
@@ -110,7 +111,7 @@ func serve(cfg *config, logger *slog.Logger) error {
 	if cfg.interval <= 0 {
 		return fmt.Errorf("--collect.interval must be positive, got %s", cfg.interval)
 	}
-	if err := checkProcfs(cfg.procfs); err != nil {
+	if err := procsource.Check(cfg.procfs); err != nil {
 		return err
 	}
 	if *cfg.web.WebConfigFile != "" {

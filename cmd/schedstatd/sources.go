@@ -12,6 +12,7 @@ import (
 	"github.com/schedstatd/schedstatd/cri"
 	"github.com/schedstatd/schedstatd/exitcapture"
 	"github.com/schedstatd/schedstatd/internal/loadmode"
+	"github.com/schedstatd/schedstatd/procsource"
 	"github.com/schedstatd/schedstatd/taskiter"
 )
 
@@ -22,7 +23,8 @@ type sources struct {
 	// procfs, or the task iterator.
 	lister  cgroupfs.Lister
 	tasks   container.TaskOpener
-	iter    *taskiter.Source // nil when procfs is the source
+	iter    *taskiter.Source     // nil when procfs is the source
+	fds     *procsource.FDBudget // nil when the iterator is
 	hostPID bool
 	exits   *exitcapture.Source // nil when polling only
 	runtime *cri.Client         // nil when no runtime is asked
@@ -42,17 +44,18 @@ func openSources(cfg *config, logger *slog.Logger) (*sources, error) {
 	if !src.hostPID {
 		logger.Warn("not in the host PID namespace: tasks of other namespaces are invisible in cgroup files; run the pod with hostPID: true")
 	}
-	hidden := hidesTasks(cfg.procfs)
-	if hidden {
-		logger.Error("procfs hides other users' tasks (mounted with hidepid): their time cannot be read and each such read is counted in schedstatd_read_errors_total{reason=\"permission\"}; run as root, join the procfs gid= group, or mount procfs without hidepid", "path", cfg.procfs)
+	procs, err := procsource.New(cfg.procfs, logger)
+	if err != nil {
+		return nil, err
 	}
-	budget := &container.FDBudget{Max: taskFDBudget(raiseFDLimit(logger))}
-	src.lister, src.tasks = h, container.ProcOpener{Root: cfg.procfs, Budget: budget, Hidden: hidden}
+	src.lister, src.tasks = h, procs
 	if src.iter, err = taskiter.Select(iterMode(cfg.collectSource), taskiter.Options{Hierarchy: h}, logger); err != nil {
 		return nil, fmt.Errorf("--collect.source=%s: %w", cfg.collectSource, err)
 	}
 	if src.iter != nil {
 		src.lister, src.tasks = src.iter.Lister(), src.iter.Opener()
+	} else {
+		src.fds = procs.Budget
 	}
 
 	if src.exits, err = exitcapture.Select(loadmode.Mode(cfg.exitCapture), exitcapture.Options{Hierarchy: h}, logger); err != nil {
@@ -70,7 +73,7 @@ func openSources(cfg *config, logger *slog.Logger) (*sources, error) {
 		logger.Info("no container runtime to ask: container, pod, namespace and image labels stay empty", "container_runtime_endpoint", cfg.runtimeEndpoint)
 	}
 	logger.Info("starting schedstatd", "version", version.Info(), "hierarchy", h.Name(), "cgroup_version", h.Version().String(),
-		"dir", h.Dir(), "interval", cfg.interval, "task_fd_budget", budget.Max, "task_iterator", src.iter != nil, "exit_capture", src.exits != nil, "container_runtime", src.runtime != nil)
+		"dir", h.Dir(), "interval", cfg.interval, "task_fd_budget", procs.Budget.Max, "task_iterator", src.iter != nil, "exit_capture", src.exits != nil, "container_runtime", src.runtime != nil)
 	return src, nil
 }
 
@@ -91,6 +94,7 @@ func (s *sources) collectors(poller *collector.Poller) []prometheus.Collector {
 		}, func() float64 { return boolFloat(s.hostPID) }),
 		exitcapture.NewCollector(s.exits, func() uint64 { return poller.Last().Counters.UnattributedExits }),
 		taskiter.NewCollector(s.iter),
+		procsource.NewCollector(s.fds),
 	}
 	if s.runtime != nil {
 		cs = append(cs, s.runtime)

@@ -12,6 +12,7 @@ import (
 	"github.com/alecthomas/kingpin/v2"
 	"github.com/schedstatd/schedstatd/cgroupfs"
 	"github.com/schedstatd/schedstatd/container"
+	"github.com/schedstatd/schedstatd/procsource"
 	"github.com/schedstatd/schedstatd/top"
 	"golang.org/x/term"
 )
@@ -107,14 +108,14 @@ func (c *topCommand) source(cfg *config, logger *slog.Logger) (top.Source, strin
 		}
 		return &top.HTTPSource{URL: u, Client: client}, u.Redacted(), nil
 	}
-	if err := checkProcfs(cfg.procfs); err != nil {
+	procs, err := procsource.New(cfg.procfs, logger)
+	if err != nil {
 		return nil, "", err
 	}
 	h, err := cgroupfs.Open(cfg.cgroupfs, cfg.hierarchy)
 	if err != nil {
 		return nil, "", fmt.Errorf("%w: %v", top.ErrNoCgroups, err)
 	}
-	budget := &container.FDBudget{Max: taskFDBudget(raiseFDLimit(logger))}
-	table := container.NewTable(h, container.ProcOpener{Root: cfg.procfs, Budget: budget, Hidden: hidesTasks(cfg.procfs)})
+	table := container.NewTable(h, procs)
 	return &top.LocalSource{Table: table, Dir: h.Dir()}, "this node, " + h.Dir(), nil
 }

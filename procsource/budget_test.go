@@ -1,11 +1,16 @@
-package container_test
+package procsource_test
 
 import (
+	"fmt"
+	"os"
 	"testing"
 	"time"
 
+	"github.com/schedstatd/schedstatd/cgroupfs"
 	"github.com/schedstatd/schedstatd/container"
+	"github.com/schedstatd/schedstatd/internal/synth"
 	"github.com/schedstatd/schedstatd/internal/testproc"
+	"github.com/schedstatd/schedstatd/procsource"
 	"github.com/schedstatd/schedstatd/schedstat"
 )
 
@@ -14,8 +19,8 @@ import (
 // exact all the same.
 func TestFDBudgetKeepsCounting(t *testing.T) {
 	p := testproc.Start(t, 30, nil)
-	budget := &container.FDBudget{Max: 10}
-	table := container.NewTable(liveTree{&procThreads{t: t, p: p}}, container.ProcOpener{Root: "/proc", Budget: budget})
+	budget := &procsource.FDBudget{Max: 10}
+	table := container.NewTable(threadsOf{t, p}, procsource.Opener{Root: "/proc", Budget: budget})
 	defer table.Close()
 	if err := table.Pass(); err != nil {
 		t.Fatal(err)
@@ -28,9 +33,6 @@ func TestFDBudgetKeepsCounting(t *testing.T) {
 	threads := len(p.Threads(t))
 	if budget.Kept() != 10 || budget.Unkept() != threads-10 {
 		t.Errorf("kept %d, unkept %d of %d threads; want 10 and the rest", budget.Kept(), budget.Unkept(), threads)
-	}
-	if c := table.Counters(); c.Unkept != threads-10 {
-		t.Errorf("Counters.Unkept = %d, want %d", c.Unkept, threads-10)
 	}
 	got, _ := table.Snapshot().Lookup("/w")
 	if want := sumStats(t, p); got.Stat != want {
@@ -64,4 +66,41 @@ func TestUnkeptReadDoesNotAllocate(t *testing.T) {
 	if _, err := u.Read(buf); !schedstat.IsGone(err) {
 		t.Errorf("read of an exited task: %v, want a gone error", err)
 	}
+}
+
+// threadsOf lists the live threads of one process as the cgroup "/w".
+type threadsOf struct {
+	t *testing.T
+	p *testproc.Proc
+}
+
+func (l threadsOf) List(out *cgroupfs.Listing) error {
+	tree := synth.NewTree("/", "/w")
+	if _, err := os.Stat(fmt.Sprintf("/proc/%d/task", l.p.PID)); err == nil {
+		tree.Set("/w", l.p.Threads(l.t)...)
+	}
+	return tree.List(out)
+}
+
+// sumStats sums the process's threads' counters as the kernel shows them.
+func sumStats(t *testing.T, p *testproc.Proc) schedstat.Stat {
+	t.Helper()
+	var sum schedstat.Stat
+	for _, tid := range p.Threads(t) {
+		b, err := os.ReadFile(fmt.Sprintf("/proc/%d/task/%d/schedstat", p.PID, tid))
+		if err != nil {
+			t.Fatal(err)
+		}
+		st, err := schedstat.Parse(b)
+		if err != nil {
+			t.Fatal(err)
+		}
+		sum = sum.Add(st)
+	}
+	return sum
+}
+
+func TestMain(m *testing.M) {
+	testproc.Main()
+	os.Exit(m.Run())
 }

@@ -1,4 +1,4 @@
-package main
+package procsource
 
 import (
 	"fmt"
@@ -7,8 +7,24 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// checkProcfs fails unless dir is a procfs mount.
-func checkProcfs(dir string) error {
+// New checks that root is a procfs mount, tells whether it hides other
+// users' tasks (saying so once in the log), raises the open-file limit as
+// far as it goes, and returns an Opener whose budget keeps the fds the
+// limit allows, less a reserve for everything else.
+func New(root string, logger *slog.Logger) (Opener, error) {
+	if err := Check(root); err != nil {
+		return Opener{}, err
+	}
+	hidden := hidesTasks(root)
+	if hidden {
+		logger.Error("procfs hides other users' tasks (mounted with hidepid): their time cannot be read and each such read is counted in schedstatd_read_errors_total{reason=\"permission\"}; run as root, join the procfs gid= group, or mount procfs without hidepid", "path", root)
+	}
+	budget := &FDBudget{Max: fdBudget(raiseFDLimit(logger)), Logger: logger}
+	return Opener{Root: root, Budget: budget, Hidden: hidden}, nil
+}
+
+// Check fails unless dir is a procfs mount.
+func Check(dir string) error {
 	var st unix.Statfs_t
 	if err := unix.Statfs(dir, &st); err != nil {
 		return fmt.Errorf("--path.procfs %s: %w", dir, err)
@@ -28,14 +44,15 @@ func hidesTasks(dir string) bool {
 	return unix.Stat(dir+"/1/stat", &st) == unix.ENOENT
 }
 
-// fdWant is the open-file limit the daemon asks for: one fd is kept per
-// live thread on the node.
+// fdWant is the open-file limit asked for: one fd is kept per live thread
+// on the node.
 const fdWant = 1 << 20
 
 // raiseFDLimit raises RLIMIT_NOFILE as far as the kernel and privileges
-// allow, since the table keeps one fd per live thread, and returns the soft
-// limit it got. The Go runtime already raises the soft limit to the hard
-// one; with CAP_SYS_RESOURCE the hard limit can go up to fs.nr_open too.
+// allow, since the source keeps one fd per live thread, and returns the
+// soft limit it got. The Go runtime already raises the soft limit to the
+// hard one; with CAP_SYS_RESOURCE the hard limit can go up to fs.nr_open
+// too.
 func raiseFDLimit(logger *slog.Logger) uint64 {
 	var lim unix.Rlimit
 	if err := unix.Getrlimit(unix.RLIMIT_NOFILE, &lim); err != nil {
@@ -63,8 +80,8 @@ func fdReserve(limit uint64) int {
 	return int(min(1024, max(64, limit/10)))
 }
 
-// taskFDBudget returns how many task fds the table may keep open under the
-// soft limit; tasks beyond it are read by open, read and close.
-func taskFDBudget(limit uint64) int {
+// fdBudget returns how many task fds may be kept open under the soft
+// limit; tasks beyond it are read by open, read and close.
+func fdBudget(limit uint64) int {
 	return max(0, int(min(limit, 1<<30))-fdReserve(limit))
 }

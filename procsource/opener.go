@@ -1,0 +1,112 @@
+package procsource
+
+import (
+	"errors"
+	"fmt"
+	"log/slog"
+	"sync/atomic"
+
+	"github.com/schedstatd/schedstatd/container"
+	"github.com/schedstatd/schedstatd/schedstat"
+	"golang.org/x/sys/unix"
+)
+
+// Opener opens tasks through a procfs mount. Each task keeps one fd
+// (schedstat.Task) while Budget allows; beyond it, or when opening fails
+// for want of an fd, tasks are read by open, read and close on every pass
+// (schedstat.Unkept).
+type Opener struct {
+	// Root is the procfs mount point, such as "/proc".
+	Root string
+	// Budget, if not nil, bounds the fds kept open.
+	Budget *FDBudget
+	// Hidden says the procfs hides other users' tasks (mounted with
+	// hidepid): a listed task that cannot be found is then reported as a
+	// permission error rather than as a task that exited.
+	Hidden bool
+}
+
+var _ container.TaskOpener = Opener{}
+
+// FDBudget bounds the number of task fds an Opener keeps open and counts
+// the tasks read without one. It is used by the goroutine that owns the
+// table, except Kept and Unkept, which any goroutine may call.
+type FDBudget struct {
+	// Max is the number of task fds that may be kept open.
+	Max int
+	// Logger, if not nil, is told once when the first task goes without
+	// a kept fd.
+	Logger *slog.Logger
+
+	kept, unkept atomic.Int64
+	warned       bool
+}
+
+// Kept returns the number of task fds open now.
+func (b *FDBudget) Kept() int { return int(b.kept.Load()) }
+
+// Unkept returns the number of tracked tasks read without a kept fd.
+func (b *FDBudget) Unkept() int { return int(b.unkept.Load()) }
+
+// Open implements container.TaskOpener.
+func (o Opener) Open(tid int32) (container.TaskHandle, error) {
+	h, err := o.open(tid)
+	if err != nil && o.Hidden && errors.Is(err, unix.ENOENT) {
+		return nil, fmt.Errorf("task %d is hidden by procfs hidepid (%v): %w", tid, err, unix.EACCES)
+	}
+	return h, err
+}
+
+func (o Opener) open(tid int32) (container.TaskHandle, error) {
+	b := o.Budget
+	if b == nil {
+		t, err := schedstat.Open(o.Root, tid)
+		if err != nil {
+			return nil, err
+		}
+		return t, nil
+	}
+	if b.Kept() < b.Max {
+		t, err := schedstat.Open(o.Root, tid)
+		if err == nil {
+			b.kept.Add(1)
+			return &budgeted{TaskHandle: t, count: &b.kept}, nil
+		}
+		if !errors.Is(err, unix.EMFILE) && !errors.Is(err, unix.ENFILE) {
+			return nil, err
+		}
+	}
+	u, err := schedstat.OpenUnkept(o.Root, tid)
+	if err != nil {
+		return nil, err
+	}
+	b.unkept.Add(1)
+	b.warn()
+	return &budgeted{TaskHandle: u, count: &b.unkept}, nil
+}
+
+// warn says once that tasks go without a kept fd.
+func (b *FDBudget) warn() {
+	if b.warned || b.Logger == nil {
+		return
+	}
+	b.warned = true
+	b.Logger.Warn("open-file limit reached: some threads are read by open, read and close on every pass, which costs more CPU; raise RLIMIT_NOFILE (LimitNOFILE=, or grant CAP_SYS_RESOURCE) above the node's thread count",
+		"threads_kept", b.Kept(), "fd_budget", b.Max)
+}
+
+// budgeted gives its place in an FDBudget back on Close.
+type budgeted struct {
+	container.TaskHandle
+	count  *atomic.Int64
+	closed bool
+}
+
+func (h *budgeted) Close() error {
+	if h.closed {
+		return nil
+	}
+	h.closed = true
+	h.count.Add(-1)
+	return h.TaskHandle.Close()
+}

@@ -1,0 +1,43 @@
+package procsource
+
+import (
+	"log/slog"
+	"strings"
+	"testing"
+)
+
+func TestCheck(t *testing.T) {
+	if err := Check("/proc"); err != nil {
+		t.Errorf("/proc: %v", err)
+	}
+	dir := t.TempDir()
+	if err := Check(dir); err == nil || !strings.Contains(err.Error(), "not a procfs mount") {
+		t.Errorf("%s: got %v, want an error saying it is not procfs", dir, err)
+	}
+	if err := Check(dir + "/missing"); err == nil || !strings.Contains(err.Error(), "--path.procfs") {
+		t.Errorf("a missing dir: got %v, want an error naming the flag", err)
+	}
+}
+
+func TestNew(t *testing.T) {
+	o, err := New("/proc", slog.New(slog.DiscardHandler))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if o.Hidden || o.Budget == nil || o.Budget.Max <= 0 || o.Root != "/proc" {
+		t.Errorf("opener %+v, budget %+v", o, o.Budget)
+	}
+}
+
+// TestFDBudget: the budget leaves a reserve of a tenth of the limit, at
+// least 64 and at most 1,024 fds.
+func TestFDBudget(t *testing.T) {
+	for _, tc := range []struct {
+		limit uint64
+		want  int
+	}{{0, 0}, {50, 0}, {1024, 922}, {10000, 9000}, {1 << 20, 1<<20 - 1024}} {
+		if got := fdBudget(tc.limit); got != tc.want {
+			t.Errorf("fdBudget(%d) = %d, want %d", tc.limit, got, tc.want)
+		}
+	}
+}
