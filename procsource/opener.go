@@ -91,7 +91,7 @@ func (b *FDBudget) warn() {
 		return
 	}
 	b.warned = true
-	b.Logger.Warn("open-file limit reached: some threads are read by open, read and close on every pass, which costs more CPU; raise RLIMIT_NOFILE (LimitNOFILE=, or grant CAP_SYS_RESOURCE) above the node's thread count",
+	b.Logger.Warn("open-file limit reached, or the fds the memory limit allows: some threads are read by open, read and close on every pass, which costs more CPU; raise RLIMIT_NOFILE (LimitNOFILE=, or grant CAP_SYS_RESOURCE) above the node's thread count, and the memory limit by about 4.5 KiB a thread",
 		"threads_kept", b.Kept(), "fd_budget", b.Max)
 }
 

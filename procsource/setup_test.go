@@ -2,6 +2,8 @@ package procsource
 
 import (
 	"log/slog"
+
+	"github.com/schedstatd/schedstatd/cgroupfs"
 	"strings"
 	"testing"
 )
@@ -20,7 +22,7 @@ func TestCheck(t *testing.T) {
 }
 
 func TestNew(t *testing.T) {
-	o, err := New("/proc", slog.New(slog.DiscardHandler))
+	o, err := New(Config{Root: "/proc", Logger: slog.New(slog.DiscardHandler)})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -38,6 +40,17 @@ func TestFDBudget(t *testing.T) {
 	}{{0, 0}, {50, 0}, {1024, 922}, {10000, 9000}, {1 << 20, 1<<20 - 1024}} {
 		if got := fdBudget(tc.limit); got != tc.want {
 			t.Errorf("fdBudget(%d) = %d, want %d", tc.limit, got, tc.want)
+		}
+	}
+}
+
+func TestMemoryBudget(t *testing.T) {
+	for _, tc := range []struct {
+		limit, usage uint64
+		want         int
+	}{{32 << 20, 8 << 20, (24 << 20) / 8 / KeptFDBytes}, {32 << 20, 40 << 20, 0}, {1 << 30, 0, (1 << 30) / 8 / KeptFDBytes}} {
+		if got := memoryBudget(cgroupfs.MemoryLimit{LimitBytes: tc.limit, UsageBytes: tc.usage}); got != tc.want {
+			t.Errorf("limit %d usage %d: %d fds, want %d", tc.limit, tc.usage, got, tc.want)
 		}
 	}
 }

@@ -44,7 +44,7 @@ func openSources(cfg *config, logger *slog.Logger) (*sources, error) {
 	if !src.hostPID {
 		logger.Warn("not in the host PID namespace: tasks of other namespaces are invisible in cgroup files; run the pod with hostPID: true")
 	}
-	procs, err := procsource.New(cfg.procfs, logger)
+	procs, err := procsource.New(procsource.Config{Root: cfg.procfs, CgroupRoot: cfg.cgroupfs, Logger: logger})
 	if err != nil {
 		return nil, err
 	}

@@ -108,7 +108,7 @@ func (c *topCommand) source(cfg *config, logger *slog.Logger) (top.Source, strin
 		}
 		return &top.HTTPSource{URL: u, Client: client}, u.Redacted(), nil
 	}
-	procs, err := procsource.New(cfg.procfs, logger)
+	procs, err := procsource.New(procsource.Config{Root: cfg.procfs, CgroupRoot: cfg.cgroupfs, Logger: logger})
 	if err != nil {
 		return nil, "", err
 	}
