@@ -2,7 +2,6 @@ package exitcapture
 
 import (
 	"math"
-	"os/exec"
 	"path/filepath"
 	"testing"
 	"time"
@@ -31,25 +30,10 @@ func (f *fed) pass(t testing.TB) {
 }
 
 // settle feeds f's table every record of tasks that exited before it was
-// called, waiting for a marker process's record as pair.settle does.
+// called.
 func (f *fed) settle(t testing.TB) {
 	t.Helper()
-	time.Sleep(10 * time.Millisecond)
-	marker := exec.Command("/bin/true")
-	if err := marker.Run(); err != nil {
-		t.Fatal(err)
-	}
-	pid := int32(marker.Process.Pid)
-	found := false
-	for deadline := time.Now().Add(5 * time.Second); !found; time.Sleep(2 * time.Millisecond) {
-		if time.Now().After(deadline) {
-			t.Fatalf("no exit record of marker process %d after 5s", pid)
-		}
-		f.src.Drain(func(x container.Exit) {
-			found = found || x.TID == pid
-			f.table.Exit(x)
-		})
-	}
+	feedUntilMarker(t, f.src, f.table.Exit)
 }
 
 // TestDifferentialSources: the same workload (spinning threads that live

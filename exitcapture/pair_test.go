@@ -65,11 +65,19 @@ func (p *pair) every(t testing.TB, interval time.Duration) (stop func()) {
 }
 
 // settle returns once every task that exited before it was called has had
-// its record fed to the capturing table. Other tasks on the node may exit
-// all the while, so it waits for a marker instead of for silence: it runs
-// a process, and once that process's record is read, every record
-// reserved before it in the ring has been read too.
+// its record fed to the capturing table.
 func (p *pair) settle(t testing.TB) {
+	t.Helper()
+	p.capture.TrackExits()
+	feedUntilMarker(t, p.src, p.capture.Exit)
+}
+
+// feedUntilMarker hands fn every record of tasks that exited before it was
+// called. Other tasks on the node may exit all the while, so it waits for
+// a marker instead of for silence: it runs a process, and once that
+// process's record is read, every record reserved before it in the ring
+// has been read too.
+func feedUntilMarker(t testing.TB, src *Source, fn func(container.Exit)) {
 	t.Helper()
 	time.Sleep(10 * time.Millisecond) // a reaped task may not have switched away yet
 	marker := exec.Command("/bin/true")
@@ -77,15 +85,14 @@ func (p *pair) settle(t testing.TB) {
 		t.Fatal(err)
 	}
 	pid := int32(marker.Process.Pid)
-	p.capture.TrackExits()
 	found := false
 	for deadline := time.Now().Add(5 * time.Second); !found; time.Sleep(2 * time.Millisecond) {
 		if time.Now().After(deadline) {
 			t.Fatalf("no exit record of marker process %d after 5s", pid)
 		}
-		p.src.Drain(func(x container.Exit) {
+		src.Drain(func(x container.Exit) {
 			found = found || x.TID == pid
-			p.capture.Exit(x)
+			fn(x)
 		})
 	}
 }

@@ -17,6 +17,7 @@ import (
 	dto "github.com/prometheus/client_model/go"
 	"github.com/prometheus/common/expfmt"
 	"github.com/prometheus/common/model"
+	"github.com/schedstatd/schedstatd/internal/e2e"
 	"github.com/schedstatd/schedstatd/internal/testproc"
 )
 
@@ -104,6 +105,17 @@ func startDaemon(t *testing.T, args ...string) *daemon {
 func startWrapped(t *testing.T, wrapper []string, args ...string) *daemon {
 	t.Helper()
 	return startBinary(t, binary(t), wrapper, args...)
+}
+
+// asNobody is a wrapper for startWrapped that runs the daemon as user
+// nobody, with no capabilities.
+func asNobody(t *testing.T) []string {
+	t.Helper()
+	setpriv, err := exec.LookPath("setpriv")
+	if err != nil {
+		e2e.Unavailable(t, "no setpriv(1)")
+	}
+	return []string{setpriv, "--reuid=65534", "--regid=65534", "--clear-groups", "--inh-caps=-all", "--bounding-set=-all"}
 }
 
 // startBinary runs the daemon binary bin, through wrapper if any.

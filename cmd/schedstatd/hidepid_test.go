@@ -3,7 +3,6 @@ package main
 import (
 	"net/http"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -21,10 +20,6 @@ import (
 // falls.
 func TestHidepidProcfs(t *testing.T) {
 	e2e.RequireRoot(t)
-	setpriv, err := exec.LookPath("setpriv")
-	if err != nil {
-		e2e.Unavailable(t, "no setpriv(1)")
-	}
 	proc := t.TempDir()
 	if err := unix.Mount("proc", proc, "proc", 0, "hidepid=2"); err != nil {
 		t.Fatalf("mount procfs with hidepid=2: %v", err)
@@ -36,7 +31,7 @@ func TestHidepidProcfs(t *testing.T) {
 	cg := testcg.Make(t, "cpuacct")
 	id := "/" + filepath.Base(cg)
 	testproc.StartIn(t, 2, cg) // root's threads: hidden from the daemon
-	nobody := []string{setpriv, "--reuid=65534", "--regid=65534", "--clear-groups", "--inh-caps=-all", "--bounding-set=-all"}
+	nobody := asNobody(t)
 	d := startWrapped(t, nobody, "--path.procfs="+proc, "--collect.interval=100ms")
 	url := "http://" + d.addr + "/metrics"
 	time.Sleep(300 * time.Millisecond)

@@ -4,7 +4,6 @@ import (
 	"io"
 	"net/http"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -25,10 +24,6 @@ import (
 // window matches its CPU counter.
 func TestUnreadableParentKeepsChild(t *testing.T) {
 	e2e.RequireRoot(t)
-	setpriv, err := exec.LookPath("setpriv")
-	if err != nil {
-		e2e.Unavailable(t, "no setpriv(1)")
-	}
 	cg := testcg.Make(t, "cpuacct")
 	sub := filepath.Join(cg, "sub")
 	if err := os.Mkdir(sub, 0o755); err != nil {
@@ -37,7 +32,7 @@ func TestUnreadableParentKeepsChild(t *testing.T) {
 	t.Cleanup(func() { os.Chmod(cg, 0o755); testcg.Remove(t, cg, sub) })
 	testproc.StartIn(t, 2, sub)
 	id := "/" + filepath.Base(cg) + "/sub"
-	nobody := []string{setpriv, "--reuid=65534", "--regid=65534", "--clear-groups", "--inh-caps=-all", "--bounding-set=-all"}
+	nobody := asNobody(t)
 	d := startWrapped(t, nobody, "--collect.interval=100ms", "--collect.source=procfs", "--exit-capture=off")
 	url := "http://" + d.addr
 	time.Sleep(300 * time.Millisecond)
