@@ -88,9 +88,7 @@ func kernelLayout(spec *btf.Spec, controller string) (layout, error) {
 	l.delay = get("sched_info", "run_delay")
 	l.pcount = get("sched_info", "pcount")
 	if l.stateArg < 0 && err == nil {
-		if l.state, err = findField(task, "__state"); err != nil {
-			l.state, err = findField(task, "state")
-		}
+		l.state, err = taskState(spec)
 	}
 	if err != nil {
 		return l, err
@@ -126,4 +124,18 @@ func findField(t btf.Type, path ...string) (field, error) {
 		return field{}, fmt.Errorf("%w: member %q at offset %d is out of reach", errLayout, path[len(path)-1], off)
 	}
 	return field{offset: int16(off), size: size}, nil
+}
+
+// taskState finds the task's state: task_struct.__state, or .state before
+// Linux 5.14.
+func taskState(spec *btf.Spec) (field, error) {
+	var task *btf.Struct
+	if err := spec.TypeByName("task_struct", &task); err != nil {
+		return field{}, fmt.Errorf("%w: %w", errLayout, err)
+	}
+	f, err := findField(task, "__state")
+	if err != nil {
+		f, err = findField(task, "state")
+	}
+	return f, err
 }

@@ -4,12 +4,9 @@ import (
 	"encoding/binary"
 
 	"github.com/schedstatd/schedstatd/container"
+	"github.com/schedstatd/schedstatd/internal/kbtf"
 	"github.com/schedstatd/schedstatd/schedstat"
 )
-
-// userHZ is USER_HZ, the unit of the start time in /proc/<tid>/stat:
-// 100 on every architecture Linux runs containers on.
-const userHZ = 100
 
 // record is one exiting task's final counters, as the kernel sends it.
 type record struct {
@@ -31,7 +28,7 @@ type record struct {
 // StartTime returns the start time in clock ticks since boot, as field 22
 // of /proc/<tid>/stat shows it and container.Exit expects it.
 func (r record) StartTime() uint64 {
-	return r.StartNanoseconds / (1e9 / userHZ)
+	return kbtf.StartTicks(r.StartNanoseconds)
 }
 
 // parseRecord decodes a record written by the program. It reports false if

@@ -3,27 +3,26 @@ package exitcapture
 import (
 	"errors"
 	"fmt"
-	"os"
 	"sync"
 	"sync/atomic"
 	"time"
 
 	"github.com/cilium/ebpf"
-	"github.com/cilium/ebpf/btf"
 	"github.com/cilium/ebpf/link"
 	"github.com/cilium/ebpf/ringbuf"
-	"github.com/cilium/ebpf/rlimit"
 	"github.com/schedstatd/schedstatd/cgroupfs"
 	"github.com/schedstatd/schedstatd/container"
+	"github.com/schedstatd/schedstatd/internal/kbtf"
 )
 
 // ErrUnsupported is wrapped by the errors Open returns when the kernel or
 // the process's privileges do not allow exit capture: no kernel BTF, a
 // walked hierarchy the program cannot name a task's cgroup in, a PID
-// namespace other than the host's, a kernel that
-// refuses the program, or missing CAP_BPF and CAP_PERFMON. The system error stays in the chain, so
-// errors.Is(err, os.ErrPermission) tells privileges apart.
-var ErrUnsupported = errors.New("exitcapture: exit capture unsupported")
+// namespace other than the host's, a kernel that refuses the program, or
+// missing CAP_BPF and CAP_PERFMON. It is the task iterator's too. The
+// system error stays in the chain, so errors.Is(err, os.ErrPermission)
+// tells privileges apart.
+var ErrUnsupported = kbtf.ErrUnsupported
 
 // Defaults for the zero Options fields.
 const (
@@ -103,30 +102,25 @@ func Open(opts Options) (*Source, error) {
 	// Records name tasks by their ids in the initial PID namespace; the
 	// table's ids are those of the daemon's.
 	if host, err := cgroupfs.InitialPIDNamespace("/proc"); err != nil || !host {
-		return nil, fmt.Errorf("%w: not in the host PID namespace (run with hostPID: true)", ErrUnsupported)
+		return nil, fmt.Errorf("exit capture %w: not in the host PID namespace (run with hostPID: true)", ErrUnsupported)
 	}
-	kernel, err := btf.LoadKernelSpec()
+	kernel, err := kbtf.KernelSpec()
 	if err != nil {
-		return nil, fmt.Errorf("%w: kernel BTF: %w", ErrUnsupported, err)
+		return nil, fmt.Errorf("exit capture %w", err)
 	}
 	l, err := kernelLayout(kernel, controller)
 	if err != nil {
-		return nil, fmt.Errorf("%w: %w", ErrUnsupported, err)
+		return nil, fmt.Errorf("exit capture %w: %w", ErrUnsupported, err)
 	}
 	if opts.stateFromTask {
 		l.stateArg = -1
-		if l.state, err = findField(taskStruct(kernel), "__state"); err != nil {
+		if l.state, err = taskState(kernel); err != nil {
 			return nil, err
 		}
 	}
-	// Kernels before 5.11 charge BPF memory to RLIMIT_MEMLOCK.
-	_ = rlimit.RemoveMemlock()
-	coll, err := opts.Load(collectionSpec(l, opts.RingBytes))
-	if errors.Is(err, os.ErrPermission) {
-		return nil, fmt.Errorf("%w: not permitted to load the program (needs CAP_BPF and CAP_PERFMON, or root): %w", ErrUnsupported, err)
-	}
+	coll, err := kbtf.LoadProgram(func() (*ebpf.Collection, error) { return opts.Load(collectionSpec(l, opts.RingBytes)) })
 	if err != nil {
-		return nil, fmt.Errorf("%w: load: %w", ErrUnsupported, err)
+		return nil, fmt.Errorf("exit capture %w", err)
 	}
 	s := &Source{coll: coll, lostMap: coll.Maps[lostName], max: opts.QueueLen, poll: opts.PollInterval, done: make(chan struct{})}
 	s.link, err = link.AttachTracing(link.TracingOptions{
@@ -135,7 +129,7 @@ func Open(opts Options) (*Source, error) {
 	})
 	if err != nil {
 		coll.Close()
-		return nil, fmt.Errorf("%w: attach to sched_switch: %w", ErrUnsupported, err)
+		return nil, fmt.Errorf("exit capture %w: attach to sched_switch: %w", ErrUnsupported, err)
 	}
 	s.reader, err = ringbuf.NewReader(coll.Maps[ringName])
 	if err != nil {
@@ -161,10 +155,4 @@ func withDefaults(o Options) Options {
 		o.Load = ebpf.NewCollection
 	}
 	return o
-}
-
-func taskStruct(spec *btf.Spec) btf.Type {
-	var t *btf.Struct
-	_ = spec.TypeByName("task_struct", &t)
-	return t
 }

@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/schedstatd/schedstatd/internal/kbtf"
 	"github.com/schedstatd/schedstatd/schedstat"
 )
 
@@ -122,3 +123,6 @@ func FuzzDecode(f *testing.F) {
 		}
 	})
 }
+
+// nsPerTick is a clock tick (1/USER_HZ) in nanoseconds.
+const nsPerTick = 1e9 / kbtf.UserHZ

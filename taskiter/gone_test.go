@@ -1,8 +1,9 @@
 package taskiter_test
 
 import (
-	"github.com/schedstatd/schedstatd/internal/testproc"
 	"testing"
+
+	"github.com/schedstatd/schedstatd/internal/testproc"
 
 	"github.com/schedstatd/schedstatd/schedstat"
 )

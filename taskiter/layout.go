@@ -3,7 +3,6 @@ package taskiter
 import (
 	"errors"
 	"fmt"
-	"strings"
 
 	"github.com/cilium/ebpf/btf"
 	"github.com/schedstatd/schedstatd/internal/kbtf"
@@ -25,10 +24,8 @@ type layout struct {
 	runtime, delay        field // se.sum_exec_runtime, sched_info.run_delay
 	pcount                field // sched_info.pcount
 
-	// The cgroup id: task->cgroups, then css_set.dfl_cgrp (v2), or
-	// css_set.subsys[subsys] and cgroup_subsys_state.cgroup (v1); then
-	// cgroup.kn and kernfs_node.id.
-	cgroups, dflCgrp, subsys, cssCgroup, kn, knID field
+	// cgroup names the task's cgroup in the walked hierarchy.
+	cgroup kbtf.CgroupLayout
 
 	// The id in the reader's PID namespace: the reader's
 	// current->thread_pid->level gives the level L of its namespace, and a
@@ -66,19 +63,10 @@ func kernelLayout(spec *btf.Spec, controller string) (layout, error) {
 	l.runtime = get("task_struct", "se", "sum_exec_runtime")
 	l.delay = get("task_struct", "sched_info", "run_delay")
 	l.pcount = get("task_struct", "sched_info", "pcount")
-	l.cgroups = get("task_struct", "cgroups")
-	l.kn = get("cgroup", "kn")
-	l.knID = get("kernfs_node", "id")
 	l.threadPid = get("task_struct", "thread_pid")
 	l.pidLevel = get("pid", "level")
 	l.numbers = get("pid", "numbers")
 	l.upidNr = get("upid", "nr")
-	if controller == "" {
-		l.dflCgrp = get("css_set", "dfl_cgrp")
-	} else {
-		l.subsys = get("css_set", "subsys")
-		l.cssCgroup = get("cgroup_subsys_state", "cgroup")
-	}
 	if err != nil {
 		return l, err
 	}
@@ -87,60 +75,19 @@ func kernelLayout(spec *btf.Spec, controller string) (layout, error) {
 		return l, fmt.Errorf("%w: %w", errLayout, err)
 	}
 	l.upidSize = int(upid.Size)
-	if controller != "" {
-		id, err := subsysID(spec, controller)
-		if err != nil {
-			return l, err
-		}
-		l.subsys.offset += int32(8 * id)
+	if l.cgroup, err = kbtf.Cgroups(spec, controller); err != nil {
+		return l, fmt.Errorf("%w: %w", errLayout, err)
 	}
 	return l, nil
 }
 
-// subsysID returns the index of controller in css_set.subsys: the value
-// of <controller>_cgrp_id in enum cgroup_subsys_id. A comounted name such
-// as "cpu,cpuacct" takes the first controller the kernel knows.
-func subsysID(spec *btf.Spec, controller string) (int, error) {
-	var e *btf.Enum
-	if err := spec.TypeByName("cgroup_subsys_id", &e); err != nil {
-		return 0, fmt.Errorf("%w: %w", errLayout, err)
-	}
-	for _, c := range strings.Split(controller, ",") {
-		for _, v := range e.Values {
-			if v.Name == c+"_cgrp_id" {
-				return int(v.Value), nil
-			}
-		}
-	}
-	return 0, fmt.Errorf("%w: no cgroup controller %q in this kernel", errLayout, controller)
-}
-
-func isPointerOrArray(t btf.Type) bool {
-	switch btf.UnderlyingType(t).(type) {
-	case *btf.Pointer, *btf.Array:
-		return true
-	}
-	return false
-}
-
 // findField returns the offset and size of the member at path below t, a
-// struct or union (see kbtf.Offset). The last member must be a 4- or 8-byte
-// integer, a pointer, or an array (whose offset is what counts).
+// struct or union (see kbtf.Member): a 4- or 8-byte integer, a pointer, or
+// an array (whose offset is what counts).
 func findField(t btf.Type, path ...string) (field, error) {
-	off, mt, err := kbtf.Offset(t, path...)
+	f, err := kbtf.Member(t, path...)
 	if err != nil {
 		return field{}, fmt.Errorf("%w: %w", errLayout, err)
 	}
-	last := path[len(path)-1]
-	if off > 1<<15-8 {
-		return field{}, fmt.Errorf("%w: member %q at offset %d is out of reach", errLayout, last, off)
-	}
-	if _, ok := btf.UnderlyingType(mt).(*btf.Array); ok {
-		return field{offset: int32(off), size: 8}, nil
-	}
-	size, err := btf.Sizeof(mt)
-	if err != nil || (size != 4 && size != 8) || !(kbtf.IsInt(mt) || isPointerOrArray(mt)) {
-		return field{}, fmt.Errorf("%w: member %q is %v, not a 4- or 8-byte integer or pointer", errLayout, last, mt)
-	}
-	return field{offset: int32(off), size: size}, nil
+	return field{offset: int32(f.Offset), size: f.Size}, nil
 }

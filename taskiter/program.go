@@ -109,34 +109,14 @@ func program(l layout) asm.Instructions {
 		insns = append(insns, ld, asm.StoreMem(asm.RFP, rec(c.to), asm.R1, c.size))
 	}
 
-	// The cgroup id: task->cgroups, then the cgroup of the walked
-	// hierarchy, its kernfs node and the node's id.
-	insns = append(insns,
-		load(asm.R1, asm.R7, l.cgroups),
-		asm.JEq.Imm(asm.R1, 0, "nocgroup"),
-	)
-	if l.dflCgrp.size != 0 {
-		insns = append(insns,
-			load(asm.R1, asm.R1, l.dflCgrp),
-			asm.JEq.Imm(asm.R1, 0, "nocgroup"),
-		)
-	} else {
-		insns = append(insns,
-			load(asm.R1, asm.R1, l.subsys),
-			asm.JEq.Imm(asm.R1, 0, "nocgroup"),
-			load(asm.R1, asm.R1, l.cssCgroup),
-			asm.JEq.Imm(asm.R1, 0, "nocgroup"),
-		)
-	}
+	// The cgroup id in the walked hierarchy, 0 if a pointer on the way
+	// is NULL.
+	insns = append(insns, asm.Mov.Imm(asm.R1, 0), asm.StoreMem(asm.RFP, rec(recCgroup), asm.R1, asm.DWord))
+	insns = append(insns, l.cgroup.TaskCgroup(asm.R1, asm.R7, "write")...)
+	insns = append(insns, l.cgroup.CgroupID(asm.R1, asm.R1, "write")...)
+	insns = append(insns, asm.StoreMem(asm.RFP, rec(recCgroup), asm.R1, asm.DWord))
 	return append(insns,
-		load(asm.R1, asm.R1, l.kn),
-		asm.JEq.Imm(asm.R1, 0, "nocgroup"),
-		load(asm.R1, asm.R1, l.knID),
-		asm.Ja.Label("cgroup"),
-		asm.Mov.Imm(asm.R1, 0).WithSymbol("nocgroup"),
-		asm.StoreMem(asm.RFP, rec(recCgroup), asm.R1, asm.DWord).WithSymbol("cgroup"),
-
-		asm.Mov.Reg(asm.R1, asm.R6),
+		asm.Mov.Reg(asm.R1, asm.R6).WithSymbol("write"),
 		asm.Mov.Reg(asm.R2, asm.RFP),
 		asm.Add.Imm(asm.R2, stackRecord),
 		asm.Mov.Imm(asm.R3, recordSize),

@@ -4,16 +4,14 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
-	"os"
 	"slices"
 	"sync/atomic"
 	"unsafe"
 
 	"github.com/cilium/ebpf"
-	"github.com/cilium/ebpf/btf"
 	"github.com/cilium/ebpf/link"
-	"github.com/cilium/ebpf/rlimit"
 	"github.com/schedstatd/schedstatd/cgroupfs"
+	"github.com/schedstatd/schedstatd/internal/kbtf"
 	"github.com/schedstatd/schedstatd/schedstat"
 	"golang.org/x/sys/unix"
 )
@@ -21,18 +19,10 @@ import (
 // ErrUnsupported is wrapped by the errors Open returns when the kernel or
 // the process's privileges do not allow the iterator: no kernel BTF, a
 // walked hierarchy the program cannot name a task's cgroup in, a kernel
-// that refuses the program, or missing CAP_BPF and CAP_PERFMON. The system
-// error stays in the chain, so errors.Is(err, os.ErrPermission) tells
-// privileges apart.
-var ErrUnsupported = errors.New("taskiter: task iterator unsupported")
-
-// ticksPerSecond is USER_HZ, the unit of /proc/<pid>/stat field 22, which
-// the kernel fixes at 100 on every architecture Linux exports it for.
-const ticksPerSecond = 100
-
-// nsPerTick converts start_boottime to clock ticks as the kernel does for
-// field 22 (nsec_to_clock_t).
-const nsPerTick = 1_000_000_000 / ticksPerSecond
+// that refuses the program, or missing CAP_BPF and CAP_PERFMON. It is exit
+// capture's too. The system error stays in the chain, so
+// errors.Is(err, os.ErrPermission) tells privileges apart.
+var ErrUnsupported = kbtf.ErrUnsupported
 
 // bpfIterCreate is BPF_ITER_CREATE in enum bpf_cmd.
 const bpfIterCreate = 33
@@ -90,27 +80,22 @@ func Open(opts Options) (*Source, error) {
 	if opts.Load == nil {
 		opts.Load = ebpf.NewProgram
 	}
-	kernel, err := btf.LoadKernelSpec()
+	kernel, err := kbtf.KernelSpec()
 	if err != nil {
-		return nil, fmt.Errorf("%w: kernel BTF: %w", ErrUnsupported, err)
+		return nil, fmt.Errorf("task iterator %w", err)
 	}
 	l, err := kernelLayout(kernel, controller)
 	if err != nil {
-		return nil, fmt.Errorf("%w: %w", ErrUnsupported, err)
+		return nil, fmt.Errorf("task iterator %w: %w", ErrUnsupported, err)
 	}
-	// Kernels before 5.11 charge BPF memory to RLIMIT_MEMLOCK.
-	_ = rlimit.RemoveMemlock()
-	prog, err := opts.Load(programSpec(l))
-	if errors.Is(err, os.ErrPermission) {
-		return nil, fmt.Errorf("%w: not permitted to load the program (needs CAP_BPF and CAP_PERFMON, or root): %w", ErrUnsupported, err)
-	}
+	prog, err := kbtf.LoadProgram(func() (*ebpf.Program, error) { return opts.Load(programSpec(l)) })
 	if err != nil {
-		return nil, fmt.Errorf("%w: load: %w", ErrUnsupported, err)
+		return nil, fmt.Errorf("task iterator %w", err)
 	}
 	it, err := link.AttachIter(link.IterOptions{Program: prog})
 	if err != nil {
 		prog.Close()
-		return nil, fmt.Errorf("%w: attach the task iterator: %w", ErrUnsupported, err)
+		return nil, fmt.Errorf("task iterator %w: attach: %w", ErrUnsupported, err)
 	}
 	return &Source{
 		hier:  opts.Hierarchy,
