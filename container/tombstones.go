@@ -89,6 +89,3 @@ func (t *tombstones) expire(now int64) {
 		t.byPath = nil // give a burst's buckets back
 	}
 }
-
-// len returns the number of paths remembered.
-func (t *tombstones) len() int { return len(t.byPath) }
