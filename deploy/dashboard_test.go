@@ -248,7 +248,7 @@ func TestDashboardQueriesExportedMetrics(t *testing.T) {
 		t.Errorf("uid %q, title %q", d.UID, d.Title)
 	}
 	names := registryNames(t)
-	for _, n := range []string{"container_cpu_schedstat_runqueue_seconds_total", "container_cpu_usage_seconds_total", "schedstatd_runtime_up", "schedstatd_collection_duration_seconds_bucket"} {
+	for _, n := range []string{"container_cpu_schedstat_runqueue_seconds_total", "container_cpu_schedstat_usage_seconds_total", "schedstatd_runtime_up", "schedstatd_collection_duration_seconds_bucket"} {
 		if !names[n] {
 			t.Fatalf("the registry lacks %s; the test would prove nothing", n)
 		}
@@ -260,7 +260,7 @@ func TestDashboardQueriesExportedMetrics(t *testing.T) {
 	for _, want := range []string{
 		"container_cpu_schedstat_runqueue_seconds_total",
 		"container_cpu_schedstat_run_seconds_total",
-		"container_cpu_usage_seconds_total",
+		"container_cpu_schedstat_usage_seconds_total",
 		"by (namespace, pod)",
 	} {
 		if !strings.Contains(all, want) {
