@@ -15,6 +15,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	dto "github.com/prometheus/client_model/go"
+	"github.com/schedstatd/schedstatd/cgroupfs"
 	"github.com/schedstatd/schedstatd/collector"
 	"github.com/schedstatd/schedstatd/container"
 	"github.com/schedstatd/schedstatd/cri"
@@ -181,6 +182,8 @@ func registryNames(t *testing.T) map[string]bool {
 	tree := synth.NewTree("/", "/kubepods.slice")
 	tree.Cgroups[0].HasUsage = true
 	tree.Cgroups[1].HasUsage = true
+	tree.Cgroups[1].Bandwidth = cgroupfs.Bandwidth{HasThrottling: true, HasBursts: true}
+	tree.Cgroups[1].Pressure = cgroupfs.Pressure{HasSome: true, HasFull: true}
 	k := synth.NewKernel()
 	k.Spawn(1)
 	tree.Set("/kubepods.slice", 1)
