@@ -30,7 +30,7 @@ const (
 // between two scrapes.
 type window struct {
 	wait, run, throttled, periods, throttledPeriods, some float64 // daemon, seconds or counts
-	kThrottled, kPeriods, kThrottledPeriods, kSome       float64 // kernel files, read right after each scrape
+	kThrottled, kPeriods, kThrottledPeriods, kSome        float64 // kernel files, read right after each scrape
 }
 
 // contended is the wait the quota does not explain, at most: the wait
