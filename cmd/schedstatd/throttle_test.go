@@ -1,6 +1,7 @@
 package main
 
 import (
+	"encoding/json"
 	"math"
 	"net/http"
 	"os"
@@ -30,7 +31,7 @@ const (
 // between two scrapes.
 type window struct {
 	wait, run, throttled, periods, throttledPeriods, some float64 // daemon, seconds or counts
-	kThrottled, kPeriods, kThrottledPeriods, kSome        float64 // kernel files, read right after each scrape
+	kThrottled, kPeriods, kThrottledPeriods, kSome        float64 // kernel files, halfway between the reads around each scrape
 }
 
 // contended is the wait the quota does not explain, at most: the wait
@@ -83,6 +84,28 @@ func pinnedSpinner(t *testing.T, dirs []string) *exec.Cmd {
 	return s
 }
 
+// pinSelf moves every thread of the test process to the CPU cpu until t
+// ends; threads it starts, and processes they start, inherit that.
+func pinSelf(t *testing.T, cpu int) {
+	t.Helper()
+	var one, all unix.CPUSet
+	one.Set(cpu)
+	if err := unix.SchedGetaffinity(0, &all); err != nil {
+		t.Fatal(err)
+	}
+	tids := testproc.Threads(t, os.Getpid())
+	for _, tid := range tids {
+		if err := unix.SchedSetaffinity(int(tid), &one); err != nil {
+			t.Fatalf("pin thread %d to CPU %d: %v", tid, cpu, err)
+		}
+	}
+	t.Cleanup(func() {
+		for _, tid := range testproc.Threads(t, os.Getpid()) {
+			unix.SchedSetaffinity(int(tid), &all)
+		}
+	})
+}
+
 // measureWindow scrapes the daemon, waits d, and scrapes again. Around
 // each scrape it reads the cgroup's kernel files, and fails t unless each
 // counter the daemon serves lies between the two reads: the daemon
@@ -95,10 +118,10 @@ func measureWindow(t *testing.T, url, id string, dirs []string, d time.Duration)
 		return [4]float64{float64(bw.ThrottledNanoseconds) / 1e9, float64(bw.Periods), float64(bw.ThrottledPeriods), float64(ps.SomeNanoseconds) / 1e9}
 	}
 	names := []string{throttledSeries, periodsSeries, thrPeriods, someSeries}
-	read := func() (daemon, after [4]float64, wait, run float64) {
+	read := func() (daemon, mid [4]float64, wait, run float64) {
 		before := kernel()
 		mfs := scrape(t, http.DefaultClient, url)
-		after = kernel()
+		after := kernel()
 		for i, name := range names {
 			v, ok := value(mfs, name, id)
 			if !ok {
@@ -108,10 +131,11 @@ func measureWindow(t *testing.T, url, id string, dirs []string, d time.Duration)
 				t.Errorf("%s{id=%q} = %v, not between the kernel's %v and %v around the scrape", name, id, v, before[i], after[i])
 			}
 			daemon[i] = v
+			mid[i] = (before[i] + after[i]) / 2
 		}
 		wait, _ = value(mfs, waitSeries, id)
 		run, _ = value(mfs, runSeries, id)
-		return daemon, after, wait, run
+		return daemon, mid, wait, run
 	}
 	a, ka, wa, ra := read()
 	time.Sleep(d)
@@ -139,8 +163,7 @@ func readFile[T any](t *testing.T, path string, parse func([]byte) (T, error)) T
 // checkKernelWindow checks the daemon's bandwidth and pressure over w
 // against the kernel files': throttled periods and seconds within one
 // period of 100 ms (throttled_time grows by a whole throttled stretch at
-// a time, and the kernel is read a moment after the daemon), pressure
-// within 1%.
+// a time), pressure within 1%.
 func checkKernelWindow(t *testing.T, what string, w window) {
 	t.Helper()
 	if math.Abs(w.periods-w.kPeriods) > 1 || math.Abs(w.throttledPeriods-w.kThrottledPeriods) > 1 || math.Abs(w.throttled-w.kThrottled) > 0.1 {
@@ -174,7 +197,12 @@ func TestThrottledWaitSplit(t *testing.T) {
 	base := "schedstatd-throttle-" + strconv.Itoa(os.Getpid())
 	spinner := throttledCgroups(t, base, 20000)
 	neighbours := throttledCgroups(t, base+"-neighbours", 0)
-	d := startDaemon(t, "--collect.interval=200ms")
+	// The test and the daemon keep off CPU 0, where the workload's
+	// maximal shares would leave them next to no time to read with.
+	pinSelf(t, 1)
+	// Without the race detector a scrape's pass is short, so the kernel
+	// reads around it are close together.
+	d := startBinary(t, plainBinary(t), nil, "--collect.interval=200ms")
 	url, id := "http://"+d.addr+"/metrics", "/"+base
 
 	pinnedSpinner(t, spinner)
@@ -185,6 +213,7 @@ func TestThrottledWaitSplit(t *testing.T) {
 	}
 	time.Sleep(time.Second)
 	beside := measureWindow(t, url, id, spinner, 5*time.Second)
+	checkTopSaysWhy(t, url, id, "/"+base+"-neighbours")
 
 	for _, c := range []struct {
 		what   string
@@ -208,5 +237,48 @@ func TestThrottledWaitSplit(t *testing.T) {
 		if share < c.lo || share > c.hi {
 			t.Errorf("%s: contended wait is %.3f of the wait, want %.2f to %.2f", c.what, share, c.lo, c.hi)
 		}
+	}
+}
+
+// checkTopSaysWhy runs top against the daemon while the spinner and its
+// neighbours share CPU 0: the spinner's row says its limit explains its
+// wait and shows its throttled time and pressure; the neighbours' row,
+// without a quota, waits for contention alone.
+func checkTopSaysWhy(t *testing.T, url, limited, contended string) {
+	t.Helper()
+	r := runTop(t, "--from="+url, "--output=json", "--interval=1s", "--view=cgroups")
+	if r.code != 0 {
+		t.Fatalf("top: exit %d: %s", r.code, r.stderr)
+	}
+	var out struct {
+		Rows []struct {
+			Name          string   `json:"name"`
+			Wait          *float64 `json:"runqueue_seconds_per_second"`
+			Ratio         *float64 `json:"wait_per_run"`
+			Throttled     *float64 `json:"throttled_seconds_per_second"`
+			Pressure      *float64 `json:"pressure_seconds_per_second"`
+			LimitExplains bool     `json:"limit_explains_wait"`
+		} `json:"rows"`
+	}
+	if err := json.Unmarshal([]byte(r.stdout), &out); err != nil {
+		t.Fatalf("%v:\n%s", err, r.stdout)
+	}
+	found := 0
+	for _, row := range out.Rows {
+		switch row.Name {
+		case limited:
+			found++
+			if row.Throttled == nil || row.Pressure == nil || row.Wait == nil || !row.LimitExplains || *row.Throttled < 0.4 || *row.Pressure < 0.4 {
+				t.Errorf("top's row of the throttled spinner: %+v; want its limit to explain its wait, throttled and pressure near 0.6 and 0.8 s/s", row)
+			}
+		case contended:
+			found++
+			if (row.Throttled != nil && *row.Throttled != 0) || row.LimitExplains || row.Ratio == nil || *row.Ratio < 1 {
+				t.Errorf("top's row of the four neighbours: %+v; want no throttled time and a wait per run above 1", row)
+			}
+		}
+	}
+	if found != 2 {
+		t.Errorf("top lists %d of %s and %s:\n%s", found, limited, contended, r.stdout)
 	}
 }
