@@ -2,6 +2,7 @@ package cgroupfs
 
 import (
 	"errors"
+	"fmt"
 	"path/filepath"
 	"testing"
 
@@ -236,5 +237,54 @@ func TestKernelFilesSteadyPassAllocs(t *testing.T) {
 	})
 	if allocs != 0 {
 		t.Errorf("steady pass: %v allocations, want 0", allocs)
+	}
+}
+
+// BenchmarkWalkKernelFiles walks 1,000 real cgroups of the v1 cpuacct
+// hierarchy, with twins at the same paths in the cpu and v2 hierarchies,
+// without the kernel files, with the bandwidth counters from the cpu
+// twins, and with those and the pressure from the v2 twins: what each
+// costs per cgroup and pass.
+func BenchmarkWalkKernelFiles(b *testing.B) {
+	cpu, unified := realHierarchy(b, "cpu"), realHierarchy(b, Unified)
+	lay := benchTree(b, "cpuacct")
+	top := filepath.Base(lay.dir)
+	var rels []string
+	for s := range 9 {
+		rels = append(rels, fmt.Sprintf("slice%d", s))
+		for c := range 110 {
+			rels = append(rels, fmt.Sprintf("slice%d/cg%d", s, c))
+		}
+	}
+	makeTwin(b, cpu, top, rels...)
+	makeTwin(b, unified, top, rels...)
+	bw := kernelFile{file: bandwidthFile, mirror: filepath.Join(cpu, top)}
+	psi := kernelFile{file: pressureFile, mirror: filepath.Join(unified, top)}
+	for _, tc := range []struct {
+		name  string
+		files kernelFiles
+	}{
+		{"counter-only", kernelFiles{}},
+		{"bandwidth", kernelFiles{bandwidth: bw}},
+		{"bandwidth+pressure", kernelFiles{bandwidth: bw, pressure: psi}},
+	} {
+		b.Run(tc.name, func(b *testing.B) {
+			h := newHierarchy(lay)
+			h.useKernelFiles(tc.files)
+			var l Listing
+			if err := h.List(&l); err != nil {
+				b.Fatal(err)
+			}
+			if tc.files.pressure.file != "" && !l.Cgroups[len(l.Cgroups)-1].Pressure.HasSome {
+				b.Fatalf("no pressure read: %+v", l.Cgroups[len(l.Cgroups)-1])
+			}
+			b.ReportAllocs()
+			for b.Loop() {
+				if err := h.List(&l); err != nil {
+					b.Fatal(err)
+				}
+			}
+			reportPerCgroup(b, len(l.Cgroups))
+		})
 	}
 }
