@@ -264,6 +264,7 @@ func TestDashboardQueriesExportedMetrics(t *testing.T) {
 		"container_cpu_schedstat_runqueue_seconds_total",
 		"container_cpu_schedstat_run_seconds_total",
 		"container_cpu_schedstat_usage_seconds_total",
+		"container_cpu_schedstat_cfs_throttled_seconds_total",
 		"by (namespace, pod)",
 	} {
 		if !strings.Contains(all, want) {
