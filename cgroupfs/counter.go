@@ -58,6 +58,14 @@ func (w *walker) readUsage(parentfd int, n *node, c *Cgroup) error {
 		return w.usageError(n, err)
 	}
 	c.HasUsage = true
+	if w.v2 {
+		// The bandwidth counters share the v2 cpu.stat just read.
+		bw, err := ParseBandwidth(w.buf)
+		if err != nil {
+			return w.usageError(n, err)
+		}
+		c.Bandwidth = bw
+	}
 	return nil
 }
 

@@ -25,6 +25,16 @@
 //     cpuacct.usage in nanoseconds on v1; when the walked v1 hierarchy is
 //     not cpuacct, the counter of the cgroup at the same path in the
 //     cpuacct hierarchy, if there is one;
+//   - its CFS bandwidth counters (nr_periods, nr_throttled, throttled time,
+//     nr_bursts, burst time): from the cpu.stat just read on v2, where
+//     the cpu controller adds them; on v1 from cpu.stat of the cgroup
+//     itself when the cpu controller is bound to the walked hierarchy, or
+//     of the cgroup at the same path in the cpu hierarchy. Absent where
+//     the file or its keys are;
+//   - its CPU pressure (cpu.pressure some and full totals): its own on
+//     v2, or that of the cgroup at the same path in the v2 hierarchy
+//     beside a v1 one; none where the v2 root has no cpu.pressure (psi=0,
+//     no CONFIG_PSI) or a cgroup hides it (cgroup.pressure 0);
 //   - its inode number and link count (statx(2)): the inode number is the
 //     cgroup's ID, the id BPF programs see; on a cgroup filesystem a
 //     directory's count is 2 plus its subdirectories, so a cgroup with a

@@ -31,6 +31,7 @@ const Unified = "unified"
 // may call it.
 type Hierarchy struct {
 	layout layout
+	files  kernelFiles
 	w      walker
 }
 
@@ -57,7 +58,9 @@ func Open(root, name string) (*Hierarchy, error) {
 	if err != nil {
 		return nil, err
 	}
-	return newHierarchy(l), nil
+	h := newHierarchy(l)
+	h.useKernelFiles(findKernelFiles(l, osProbe))
+	return h, nil
 }
 
 // newHierarchy returns a Hierarchy for l without checking that its

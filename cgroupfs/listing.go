@@ -24,10 +24,19 @@ type Cgroup struct {
 	UsageNanoseconds uint64
 	// HasUsage reports whether UsageNanoseconds was read.
 	HasUsage bool
+	// Bandwidth is the cgroup's CFS bandwidth counters: its own cpu.stat
+	// on v2, or on v1 the cpu.stat of the cgroup at the same path in the
+	// cpu hierarchy. Absent where that file or its keys are.
+	Bandwidth Bandwidth
+	// Pressure is the cgroup's CPU pressure from cpu.pressure: its own on
+	// v2, or on v1 that of the cgroup at the same path in the v2
+	// hierarchy beside it. Absent where that file is.
+	Pressure Pressure
 	// Err is the first error met reading this cgroup, nil when all of it
 	// was read: a thread list that could not be read or parsed (TIDs is
-	// then empty), a counter that could not be read (HasUsage is then
-	// false), or a directory whose children could not be listed.
+	// then empty), a counter that could not be read (HasUsage, or the
+	// Has flags of Bandwidth or Pressure, then false), or a directory
+	// whose children could not be listed.
 	Err error
 	// SubtreeUnread reports that the cgroup's children could not be
 	// listed (or the cgroup itself not examined, when ID is 0) for a

@@ -17,9 +17,12 @@ type node struct {
 	dir     []byte // name, or the root's absolute path, and a NUL
 	threads []byte // name/tasks or name/cgroup.threads, and a NUL
 	usage   []byte // name/<counter file>, or its absolute path in the mirror hierarchy, and a NUL; nil if none
-	kids    map[string]*node
-	peak    int    // most kids held since kids was last rebuilt
-	seen    uint64 // the last pass that listed this node
+	// bandwidth and pressure are the names of the cgroup's cpu.stat (v1)
+	// and cpu.pressure in the same way, nil where there are none.
+	bandwidth, pressure []byte
+	kids                map[string]*node
+	peak                int    // most kids held since kids was last rebuilt
+	seen                uint64 // the last pass that listed this node
 }
 
 // newRoot returns the node of the hierarchy root.
@@ -42,6 +45,8 @@ func (w *walker) setNames(n *node, base string) {
 	case w.usageFile != "":
 		n.usage = cstring(base + "/" + w.usageFile)
 	}
+	n.bandwidth = w.bandwidth.name(base, n.rel)
+	n.pressure = w.pressure.name(base, n.rel)
 }
 
 // kid returns the child of n called name, making and caching it when the

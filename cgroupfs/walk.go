@@ -16,10 +16,12 @@ const direntBufSize = 8192
 // walker lists one hierarchy. It keeps every buffer and the node cache
 // between passes, so it belongs to one goroutine.
 type walker struct {
-	dir       string // hierarchy root, absolute
-	v2        bool   // threads in cgroup.threads, counter in cpu.stat
-	usageFile string // counter file in each cgroup, "" if none or mirrored
-	mirror    string // v1 cpuacct mount holding the counters, or ""
+	dir       string     // hierarchy root, absolute
+	v2        bool       // threads in cgroup.threads, counter in cpu.stat
+	usageFile string     // counter file in each cgroup, "" if none or mirrored
+	mirror    string     // v1 cpuacct mount holding the counters, or ""
+	bandwidth kernelFile // where v1 cgroups keep cpu.stat; none on v2
+	pressure  kernelFile // where cgroups keep cpu.pressure
 	// kernfs is set when dir is a cgroup filesystem, where a directory's
 	// link count is 2 plus its subdirectories: a cgroup with a count of 2
 	// has no children and is not opened to be listed.
@@ -130,7 +132,7 @@ func (w *walker) visit(l *Listing, parentfd int, n *node, parent int) error {
 // counter. It returns the first error.
 func (w *walker) readOwn(parentfd int, n *node, c *Cgroup) error {
 	if w.noThreads {
-		return w.readUsage(parentfd, n, c)
+		return cmp.Or(w.readUsage(parentfd, n, c), w.readKernelFiles(parentfd, n, c))
 	}
 	err := w.read(parentfd, n.threads, n.rel)
 	if err == nil {
@@ -139,7 +141,7 @@ func (w *walker) readOwn(parentfd int, n *node, c *Cgroup) error {
 	if err != nil {
 		err = w.pathError(n, threadsFile(w.v2), err)
 	}
-	return cmp.Or(err, w.readUsage(parentfd, n, c))
+	return cmp.Or(err, w.readUsage(parentfd, n, c), w.readKernelFiles(parentfd, n, c))
 }
 
 // listKids pushes the child cgroups of n, whose directory is open as

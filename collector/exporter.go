@@ -19,7 +19,7 @@ var (
 		"Time the cgroup's tasks waited on a runqueue for a CPU, from /proc/<tid>/schedstat, descendants included.", containerLabels, nil)
 	periodsDesc = prometheus.NewDesc("container_cpu_schedstat_run_periods_total",
 		"Timeslices the cgroup's tasks ran, from /proc/<tid>/schedstat, descendants included.", containerLabels, nil)
-	usageDesc = prometheus.NewDesc("container_cpu_usage_seconds_total",
+	usageDesc = prometheus.NewDesc("container_cpu_schedstat_usage_seconds_total",
 		"The cgroup's own CPU counter (cpuacct.usage on v1, cpu.stat usage_usec on v2), descendants included.", containerLabels, nil)
 	tasksDesc = prometheus.NewDesc("container_schedstat_tasks",
 		"Live tasks (threads) listed in the cgroup and its descendants at the last pass.", containerLabels, nil)
@@ -132,7 +132,7 @@ func counter(ch chan<- prometheus.Metric, d *prometheus.Desc, v float64) {
 	ch <- prometheus.MustNewConstMetric(d, prometheus.CounterValue, v)
 }
 
-// collectCgroup sends the five container series of one cgroup.
+// collectCgroup sends the container series of one cgroup.
 func (e *Exporter) collectCgroup(ch chan<- prometheus.Metric, c *container.CgroupStats) {
 	id := cgroupfs.ParseIdentity(c.Path)
 	var k ContainerLabels
@@ -150,6 +150,7 @@ func (e *Exporter) collectCgroup(ch chan<- prometheus.Metric, c *container.Cgrou
 	if c.ReadErrors > 0 {
 		ch <- prometheus.MustNewConstMetric(cgroupReadErrorsDesc, prometheus.CounterValue, float64(c.ReadErrors), lv...)
 	}
+	collectKernel(ch, c, lv)
 }
 
 func seconds(ns uint64) float64 { return float64(ns) / 1e9 }

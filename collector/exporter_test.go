@@ -35,8 +35,15 @@ var goldenMetrics = []string{
 	"container_cpu_schedstat_run_seconds_total",
 	"container_cpu_schedstat_runqueue_seconds_total",
 	"container_cpu_schedstat_run_periods_total",
-	"container_cpu_usage_seconds_total",
+	"container_cpu_schedstat_usage_seconds_total",
 	"container_schedstat_tasks",
+	"container_cpu_schedstat_cfs_periods_total",
+	"container_cpu_schedstat_cfs_throttled_periods_total",
+	"container_cpu_schedstat_cfs_throttled_seconds_total",
+	"container_cpu_schedstat_cfs_bursts_total",
+	"container_cpu_schedstat_cfs_burst_seconds_total",
+	"container_cpu_schedstat_pressure_some_seconds_total",
+	"container_cpu_schedstat_pressure_full_seconds_total",
 	"schedstatd_collections_total",
 	"schedstatd_read_errors_total",
 	"schedstatd_tasks_tracked",
@@ -60,6 +67,13 @@ func fixtureExporter(t *testing.T) (*Exporter, *prometheus.Registry) {
 	tree.Set("/user.slice", 105, 108)
 	tree.Cgroups[0].UsageNanoseconds, tree.Cgroups[0].HasUsage = 40_000_000_000, true
 	tree.Cgroups[4].UsageNanoseconds, tree.Cgroups[4].HasUsage = 4_600_000_000, true
+	// The container has a quota (v2 cpu.max with burst) and pressure; the
+	// root has pressure only, with no full line (a kernel before 5.13);
+	// the other cgroups have neither file.
+	tree.Cgroups[4].Bandwidth = cgroupfs.Bandwidth{Periods: 1200, ThrottledPeriods: 340, ThrottledNanoseconds: 5_100_000_000, HasThrottling: true,
+		Bursts: 3, BurstNanoseconds: 12_000_000, HasBursts: true}
+	tree.Cgroups[4].Pressure = cgroupfs.Pressure{SomeNanoseconds: 6_200_000_000, FullNanoseconds: 4_100_000_000, HasSome: true, HasFull: true}
+	tree.Cgroups[0].Pressure = cgroupfs.Pressure{SomeNanoseconds: 32_732_119_000, HasSome: true}
 
 	p := NewPoller(container.NewTable(tree, procsource.Opener{Root: fixtures + "/proc"}), time.Hour, quietLogger())
 	testrun.Background(t, p.Run)

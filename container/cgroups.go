@@ -33,6 +33,10 @@ type cgroupState struct {
 	// subtreeUnread is set when this pass could not list the cgroup's
 	// children, or kept the cgroup unseen: its descendants are kept too.
 	subtreeUnread bool
+	// bandwidth and pressure are the kernel's other counters of the
+	// cgroup, as last read.
+	bandwidth cgroupfs.Bandwidth
+	pressure  cgroupfs.Pressure
 
 	// Computed by rollup: own and tasks plus those of all descendants.
 	total      schedstat.Stat
@@ -111,6 +115,12 @@ func (s *cgroupSet) begin(pass uint64, l *cgroupfs.Listing) []*cgroupState {
 			cg.parent = parent
 			if c.HasUsage {
 				cg.usage.observe(c.UsageNanoseconds)
+			}
+			if c.Bandwidth.HasThrottling || c.Bandwidth.HasBursts {
+				cg.bandwidth = c.Bandwidth
+			}
+			if c.Pressure.HasSome || c.Pressure.HasFull {
+				cg.pressure = c.Pressure
 			}
 		}
 		if cg.parent != nil {

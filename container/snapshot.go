@@ -3,6 +3,7 @@ package container
 import (
 	"time"
 
+	"github.com/schedstatd/schedstatd/cgroupfs"
 	"github.com/schedstatd/schedstatd/schedstat"
 )
 
@@ -90,6 +91,11 @@ type CgroupStats struct {
 	// Unread reports that the last pass could not read this cgroup whole,
 	// or could not see it at all and kept its last state.
 	Unread bool
+	// Bandwidth and Pressure are the cgroup's own CFS bandwidth and CPU
+	// pressure counters as last read, each valid where its Has flags are
+	// set.
+	Bandwidth cgroupfs.Bandwidth
+	Pressure  cgroupfs.Pressure
 }
 
 // Snapshot is the state after one pass. It is immutable once returned.
@@ -123,6 +129,8 @@ func (t *Table) Snapshot() *Snapshot {
 			HasUsage:         cg.usage.has,
 			ReadErrors:       cg.errors,
 			Unread:           cg.lastErr || cg.subtreeUnread,
+			Bandwidth:        cg.bandwidth,
+			Pressure:         cg.pressure,
 		}
 	}
 	return s

@@ -15,6 +15,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	dto "github.com/prometheus/client_model/go"
+	"github.com/schedstatd/schedstatd/cgroupfs"
 	"github.com/schedstatd/schedstatd/collector"
 	"github.com/schedstatd/schedstatd/container"
 	"github.com/schedstatd/schedstatd/cri"
@@ -181,6 +182,8 @@ func registryNames(t *testing.T) map[string]bool {
 	tree := synth.NewTree("/", "/kubepods.slice")
 	tree.Cgroups[0].HasUsage = true
 	tree.Cgroups[1].HasUsage = true
+	tree.Cgroups[1].Bandwidth = cgroupfs.Bandwidth{HasThrottling: true, HasBursts: true}
+	tree.Cgroups[1].Pressure = cgroupfs.Pressure{HasSome: true, HasFull: true}
 	k := synth.NewKernel()
 	k.Spawn(1)
 	tree.Set("/kubepods.slice", 1)
@@ -248,7 +251,7 @@ func TestDashboardQueriesExportedMetrics(t *testing.T) {
 		t.Errorf("uid %q, title %q", d.UID, d.Title)
 	}
 	names := registryNames(t)
-	for _, n := range []string{"container_cpu_schedstat_runqueue_seconds_total", "container_cpu_usage_seconds_total", "schedstatd_runtime_up", "schedstatd_collection_duration_seconds_bucket"} {
+	for _, n := range []string{"container_cpu_schedstat_runqueue_seconds_total", "container_cpu_schedstat_usage_seconds_total", "schedstatd_runtime_up", "schedstatd_collection_duration_seconds_bucket"} {
 		if !names[n] {
 			t.Fatalf("the registry lacks %s; the test would prove nothing", n)
 		}
@@ -260,7 +263,8 @@ func TestDashboardQueriesExportedMetrics(t *testing.T) {
 	for _, want := range []string{
 		"container_cpu_schedstat_runqueue_seconds_total",
 		"container_cpu_schedstat_run_seconds_total",
-		"container_cpu_usage_seconds_total",
+		"container_cpu_schedstat_usage_seconds_total",
+		"container_cpu_schedstat_cfs_throttled_seconds_total",
 		"by (namespace, pod)",
 	} {
 		if !strings.Contains(all, want) {

@@ -134,6 +134,11 @@ func merge(label string, members []Row, v View) Row {
 		return cmp.Or(cmp.Compare(len(a.IDs[0]), len(b.IDs[0])), strings.Compare(a.IDs[0], b.IDs[0]))
 	})
 	g := Row{Label: label, Known: true}
+	// A quota throttles only its own cgroup's run queues: a pod's row
+	// takes the pod cgroup's throttled time or its containers', summed,
+	// whichever is larger (either is wait the limits explain).
+	var inner float64
+	var hasInner bool
 	for _, m := range members {
 		if v == ViewContainers {
 			g.Container = cmp.Or(g.Container, m.Container)
@@ -141,6 +146,9 @@ func merge(label string, members []Row, v View) Row {
 		g.Pod = cmp.Or(g.Pod, m.Pod)
 		g.Namespace = cmp.Or(g.Namespace, m.Namespace)
 		if hasAncestor(m.IDs[0], ids) {
+			if m.HasThrottled {
+				inner, hasInner = inner+m.Throttled, true
+			}
 			continue
 		}
 		g.IDs = append(g.IDs, m.IDs[0])
@@ -149,9 +157,19 @@ func merge(label string, members []Row, v View) Row {
 		g.Timeslices += m.Timeslices
 		g.Tasks += m.Tasks
 		g.Known = g.Known && m.Known
+		if m.HasThrottled {
+			g.Throttled, g.HasThrottled = g.Throttled+m.Throttled, true
+		}
+		if m.HasPressure {
+			g.Pressure, g.HasPressure = g.Pressure+m.Pressure, true
+		}
+	}
+	if hasInner {
+		g.Throttled, g.HasThrottled = max(g.Throttled, inner), true
 	}
 	if !g.Known {
 		g.Run, g.Wait, g.Timeslices = 0, 0, 0
+		g.Throttled, g.Pressure = 0, 0
 	}
 	return g
 }

@@ -1,6 +1,8 @@
 package top
 
 import (
+	"math"
+	"path"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -179,6 +181,36 @@ func TestViewResolve(t *testing.T) {
 	for v, want := range map[View]View{ViewContainers: ViewPods, ViewPods: ViewCgroups, ViewCgroups: ViewContainers, ViewAuto: ViewContainers} {
 		if got := v.Next(); got != want {
 			t.Errorf("%s.Next() = %s, want %s", v, got, want)
+		}
+	}
+}
+
+// TestGroupThrottled checks a pod row's throttled time: the pod cgroup's
+// own quota throttles only its own run queues, so the row takes the pod's
+// or its containers' summed, whichever is larger; pressure is the pod
+// cgroup's, which covers its containers.
+func TestGroupThrottled(t *testing.T) {
+	pod := "/kubepods/burstable/pod" + uid1
+	with := func(r Row, throttled, pressure float64) Row {
+		r.Throttled, r.HasThrottled, r.Pressure, r.HasPressure = throttled, true, pressure, true
+		return r
+	}
+	rows := []Row{
+		with(cg(pod, 0.5, 2, 3), 0.1, 1.2),
+		with(cg(pod+"/"+cidA, 0.3, 1.5, 2), 0.7, 1),
+		with(cg(pod+"/"+cidB, 0.2, 0.5, 1), 0.2, 0.4),
+	}
+	got := Group(rows, ViewPods)
+	if len(got) != 1 {
+		t.Fatalf("%d pod rows: %+v", len(got), got)
+	}
+	if g := got[0]; !g.HasThrottled || math.Abs(g.Throttled-0.9) > 1e-9 || !g.HasPressure || g.Pressure != 1.2 {
+		t.Errorf("pod row throttled %v (%v), pressure %v (%v); want 0.9 and 1.2", g.Throttled, g.HasThrottled, g.Pressure, g.HasPressure)
+	}
+	for _, c := range Group(rows, ViewContainers) {
+		want := map[string]float64{cidA: 0.7, cidB: 0.2}[path.Base(c.IDs[0])]
+		if c.Throttled != want {
+			t.Errorf("container %s throttled %v, want %v", c.IDs[0], c.Throttled, want)
 		}
 	}
 }

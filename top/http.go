@@ -23,12 +23,14 @@ import (
 
 // The daemon's metric names this package reads.
 const (
-	runMetric      = "container_cpu_schedstat_run_seconds_total"
-	waitMetric     = "container_cpu_schedstat_runqueue_seconds_total"
-	periodsMetric  = "container_cpu_schedstat_run_periods_total"
-	tasksMetric    = "container_schedstat_tasks"
-	passesMetric   = "schedstatd_collections_total"
-	lastPassMetric = "schedstatd_last_collection_timestamp_seconds"
+	runMetric       = "container_cpu_schedstat_run_seconds_total"
+	waitMetric      = "container_cpu_schedstat_runqueue_seconds_total"
+	periodsMetric   = "container_cpu_schedstat_run_periods_total"
+	tasksMetric     = "container_schedstat_tasks"
+	throttledMetric = "container_cpu_schedstat_cfs_throttled_seconds_total"
+	pressureMetric  = "container_cpu_schedstat_pressure_some_seconds_total"
+	passesMetric    = "schedstatd_collections_total"
+	lastPassMetric  = "schedstatd_last_collection_timestamp_seconds"
 )
 
 // maxBody bounds what is read of one answer: a node with a hundred
@@ -184,7 +186,7 @@ func fromFamilies(where string, mfs map[string]*dto.MetricFamily, at time.Time) 
 		}
 	}
 	s := &Sample{Time: at, Series: map[string]Series{}}
-	for _, name := range []string{runMetric, waitMetric, periodsMetric, tasksMetric} {
+	for _, name := range []string{runMetric, waitMetric, periodsMetric, tasksMetric, throttledMetric, pressureMetric} {
 		mf := mfs[name]
 		for _, m := range mf.GetMetric() {
 			var ls Series
@@ -219,6 +221,10 @@ func fromFamilies(where string, mfs map[string]*dto.MetricFamily, at time.Time) 
 				se.Timeslices = v
 			case tasksMetric:
 				se.Tasks = v
+			case throttledMetric:
+				se.ThrottledSeconds, se.HasThrottled = v, true
+			case pressureMetric:
+				se.PressureSeconds, se.HasPressure = v, true
 			}
 			s.Series[ls.ID] = se
 		}

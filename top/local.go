@@ -42,12 +42,16 @@ func fromSnapshot(dir string, snap *container.Snapshot) (*Sample, error) {
 	tasks := 0
 	for _, c := range snap.Cgroups {
 		s.Series[c.Path] = Series{
-			ID:          c.Path,
-			Name:        cgroupfs.ParseIdentity(c.Path).Name,
-			RunSeconds:  float64(c.Stat.RunNanoseconds) / nsPerSecond,
-			WaitSeconds: float64(c.Stat.WaitNanoseconds) / nsPerSecond,
-			Timeslices:  float64(c.Stat.Timeslices),
-			Tasks:       float64(c.Tasks),
+			ID:               c.Path,
+			Name:             cgroupfs.ParseIdentity(c.Path).Name,
+			RunSeconds:       float64(c.Stat.RunNanoseconds) / nsPerSecond,
+			WaitSeconds:      float64(c.Stat.WaitNanoseconds) / nsPerSecond,
+			Timeslices:       float64(c.Stat.Timeslices),
+			Tasks:            float64(c.Tasks),
+			ThrottledSeconds: float64(c.Bandwidth.ThrottledNanoseconds) / nsPerSecond,
+			HasThrottled:     c.Bandwidth.HasThrottling,
+			PressureSeconds:  float64(c.Pressure.SomeNanoseconds) / nsPerSecond,
+			HasPressure:      c.Pressure.HasSome,
 		}
 		if c.Path == "/" {
 			tasks = c.Tasks

@@ -124,6 +124,11 @@ type jsonRow struct {
 	WaitPerRun               *float64 `json:"wait_per_run"`
 	TimeslicesPerSecond      *float64 `json:"timeslices_per_second"`
 	Tasks                    float64  `json:"tasks"`
+	// Throttled and pressure are null where the cgroups have no quota or
+	// the kernel no pressure; LimitExplains is Row.LimitExplains.
+	ThrottledSecondsPerSecond *float64 `json:"throttled_seconds_per_second"`
+	PressureSecondsPerSecond  *float64 `json:"pressure_seconds_per_second"`
+	LimitExplains             bool     `json:"limit_explains_wait"`
 }
 
 func jsonScreen(s *Screen) jsonOutput {
@@ -163,6 +168,13 @@ func toJSON(r Row) jsonRow {
 		if v := r.Ratio(); !math.IsNaN(v) {
 			j.WaitPerRun = ptr(v)
 		}
+		if r.HasThrottled {
+			j.ThrottledSecondsPerSecond = ptr(r.Throttled)
+		}
+		if r.HasPressure {
+			j.PressureSecondsPerSecond = ptr(r.Pressure)
+		}
+		j.LimitExplains = r.LimitExplains()
 	}
 	return j
 }

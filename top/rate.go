@@ -24,6 +24,21 @@ type Row struct {
 	Known bool
 	// Tasks is the number of live threads at the later sample.
 	Tasks float64
+	// Throttled is seconds per second the row's own CPU quota kept its
+	// run queues throttled, and Pressure the CPU pressure "some" seconds
+	// per second; each is valid when Known and its Has flag is set (the
+	// cgroups have a quota, or the kernel reports pressure).
+	Throttled, Pressure       float64
+	HasThrottled, HasPressure bool
+}
+
+// LimitExplains reports whether the row's CPU quota can explain at least
+// half of its runqueue wait: each throttled run queue holds at least one
+// and at most all of its threads, so the quota explains between
+// Throttled and Tasks x Throttled seconds of wait per second. Below half,
+// contention for the CPUs dominates the wait.
+func (r Row) LimitExplains() bool {
+	return r.Known && r.HasThrottled && max(r.Tasks, 1)*r.Throttled >= 0.5*r.Wait
 }
 
 // Ratio returns seconds waited per second run, the starvation ratio, or
@@ -54,6 +69,12 @@ func Rates(prev, cur *Sample) ([]Row, error) {
 			r.Run = increase(p.RunSeconds, c.RunSeconds) / sec
 			r.Wait = increase(p.WaitSeconds, c.WaitSeconds) / sec
 			r.Timeslices = increase(p.Timeslices, c.Timeslices) / sec
+			if r.HasThrottled = p.HasThrottled && c.HasThrottled; r.HasThrottled {
+				r.Throttled = increase(p.ThrottledSeconds, c.ThrottledSeconds) / sec
+			}
+			if r.HasPressure = p.HasPressure && c.HasPressure; r.HasPressure {
+				r.Pressure = increase(p.PressureSeconds, c.PressureSeconds) / sec
+			}
 		}
 		rows = append(rows, r)
 	}

@@ -50,6 +50,17 @@ func TestRates(t *testing.T) {
 			want: []Row{{Label: "/a", IDs: []string{"/a"}, Run: 1, Wait: 2, Timeslices: 10, Known: true}},
 		},
 		{
+			name: "throttled time and pressure, where both samples have them",
+			prev: sample(0, Series{ID: "/q", RunSeconds: 1, WaitSeconds: 4, ThrottledSeconds: 3, HasThrottled: true, PressureSeconds: 4, HasPressure: true, Tasks: 1},
+				Series{ID: "/late", RunSeconds: 1, WaitSeconds: 1, Tasks: 1}),
+			cur: sample(2*time.Second, Series{ID: "/q", RunSeconds: 1.4, WaitSeconds: 5.6, ThrottledSeconds: 4.2, HasThrottled: true, PressureSeconds: 5.6, HasPressure: true, Tasks: 1},
+				Series{ID: "/late", RunSeconds: 2, WaitSeconds: 2, ThrottledSeconds: 1, HasThrottled: true, Tasks: 1}),
+			want: []Row{
+				{Label: "/q", IDs: []string{"/q"}, Run: 0.2, Wait: 0.8, Throttled: 0.6, HasThrottled: true, Pressure: 0.8, HasPressure: true, Tasks: 1, Known: true},
+				{Label: "/late", IDs: []string{"/late"}, Run: 0.5, Wait: 0.5, Tasks: 1, Known: true},
+			},
+		},
+		{
 			name: "unchanged counters give zero rates",
 			prev: sample(0, Series{ID: "/a", RunSeconds: 10, WaitSeconds: 5, Timeslices: 100, Tasks: 2}),
 			cur:  sample(time.Second, Series{ID: "/a", RunSeconds: 10, WaitSeconds: 5, Timeslices: 100, Tasks: 2}),
@@ -206,5 +217,25 @@ func TestFilterMatchesAnyCase(t *testing.T) {
 	}
 	if got := Filter(rows, strings.ToUpper("mixed")); len(got) != 1 {
 		t.Errorf("Filter MIXED = %v", labels(got))
+	}
+}
+
+func TestLimitExplains(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		r    Row
+		want bool
+	}{
+		{"one thread, throttled through most of its wait", Row{Known: true, Wait: 0.8, Throttled: 0.6, HasThrottled: true, Tasks: 1}, true},
+		{"one thread, beside a neighbour", Row{Known: true, Wait: 0.8, Throttled: 0.3, HasThrottled: true, Tasks: 1}, false},
+		// Four threads on two throttled run queues wait twice the
+		// throttled time for the limit alone.
+		{"four threads on two run queues", Row{Known: true, Wait: 3.84, Throttled: 1.79, HasThrottled: true, Tasks: 4}, true},
+		{"no quota", Row{Known: true, Wait: 0.8, Tasks: 1}, false},
+		{"no rate yet", Row{Wait: 0.8, Throttled: 0.8, HasThrottled: true, Tasks: 1}, false},
+	} {
+		if got := tc.r.LimitExplains(); got != tc.want {
+			t.Errorf("%s: LimitExplains() = %v, want %v", tc.name, got, tc.want)
+		}
 	}
 }

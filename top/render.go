@@ -27,7 +27,9 @@ type column struct {
 var columns = []column{
 	{"RUN/s", 8, ByRun, func(r Row) string { return rate(r, r.Run, 8) }, 0},
 	{"WAIT/s", 8, ByWait, func(r Row) string { return rate(r, r.Wait, 8) }, 0},
-	{"WAIT/RUN", 9, ByRatio, func(r Row) string { return ratio(r.Ratio()) }, 2},
+	{"WAIT/RUN", 9, ByRatio, waitRun, 2},
+	{"THR/s", 7, noSort, func(r Row) string { return optional(r, r.Throttled, r.HasThrottled, 7) }, 5},
+	{"PSI/s", 7, noSort, func(r Row) string { return optional(r, r.Pressure, r.HasPressure, 7) }, 4},
 	{"SLICES/s", 9, ByTimeslices, func(r Row) string {
 		if !r.Known {
 			return "-"
@@ -186,6 +188,37 @@ func rate(r Row, v float64, w int) string {
 		}
 	}
 	return strconv.FormatFloat(v, 'g', 3, 64)
+}
+
+// noSort is the sort key of columns nothing sorts by.
+const noSort SortKey = -1
+
+// minTagged is the starvation ratio from which waitRun says what the wait
+// is for: below it the row is not short of CPU.
+const minTagged = 0.2
+
+// waitRun formats the row's starvation ratio and, where it is high
+// enough to matter, what dominates the wait: "L" when the row's own CPU
+// limit can explain at least half of it (Row.LimitExplains), "C" for
+// contention for the CPUs.
+func waitRun(r Row) string {
+	v := r.Ratio()
+	s := ratio(v)
+	switch {
+	case s == "-" || v < minTagged:
+		return s + "  "
+	case r.LimitExplains():
+		return s + " L"
+	}
+	return s + " C"
+}
+
+// optional formats a rate the row may lack: "-" without it.
+func optional(r Row, v float64, has bool, w int) string {
+	if !has {
+		return "-"
+	}
+	return rate(r, v, w)
 }
 
 // ratio formats a starvation ratio; NaN (no rate, or no run time) is "-".

@@ -22,15 +22,17 @@ func screen(rows ...Row) *Screen {
 
 func TestTableAt80Columns(t *testing.T) {
 	s := screen(
-		Row{Label: "/starved", IDs: []string{"/starved"}, Known: true, Run: 0.571, Wait: 2.857, Timeslices: 120, Tasks: 6},
-		Row{Label: longPath, IDs: []string{longPath}, Known: true, Run: 1.25, Wait: 0.5, Timeslices: 3000, Tasks: 12},
+		Row{Label: "/starved", IDs: []string{"/starved"}, Known: true, Run: 0.571, Wait: 2.857, Timeslices: 120, Tasks: 6, HasPressure: true, Pressure: 0.97},
+		Row{Label: "/limited", IDs: []string{"/limited"}, Known: true, Run: 0.2, Wait: 0.8, Timeslices: 10, Tasks: 1, HasThrottled: true, Throttled: 0.6, HasPressure: true, Pressure: 0.8},
+		Row{Label: longPath, IDs: []string{longPath}, Known: true, Run: 1.25, Wait: 0.125, Timeslices: 3000, Tasks: 12, HasThrottled: true},
 		Row{Label: "/new", IDs: []string{"/new"}, Tasks: 1},
 	)
 	want := []string{
-		"CGROUP                                 RUN/s  WAIT/s*  WAIT/RUN  SLICES/s  TASKS",
-		"/starved                               0.571    2.857      5.00       120      6",
-		"...32e958587430b413538be3f333.scope    1.250    0.500      0.40      3000     12",
-		"/new                                       -        -         -         -      1",
+		"CGROUP                 RUN/s  WAIT/s*  WAIT/RUN   THR/s   PSI/s  SLICES/s  TASKS",
+		"/starved               0.571    2.857    5.00 C       -   0.970       120      6",
+		"/limited               0.200    0.800    4.00 L   0.600   0.800        10      1",
+		"...538be3f333.scope    1.250    0.125    0.10     0.000       -      3000     12",
+		"/new                       -        -       -         -       -         -      1",
 	}
 	got := s.Table(80)
 	if diff := cmp.Diff(want, got); diff != "" {
@@ -43,7 +45,7 @@ func TestTableFitsEveryWidth(t *testing.T) {
 		Row{Label: longPath, IDs: []string{longPath}, Known: true, Run: 123.456, Wait: 9876.5, Timeslices: 123456789, Tasks: 100000},
 		Row{Label: "/a", IDs: []string{"/a"}, Known: true, Run: 1, Wait: 1, Timeslices: 1, Tasks: 1},
 	)
-	for _, width := range []int{10, 20, 34, 40, 50, 59, 60, 61, 79, 80, 81, 100, 120, 200, 400} {
+	for _, width := range []int{10, 20, 34, 40, 50, 59, 60, 61, 79, 80, 81, 100, 120, 200, 280, 400} {
 		lines := append(s.Header(width), s.Table(width)...)
 		for _, l := range lines {
 			if n := utf8.RuneCountInString(l); n > width {
@@ -77,8 +79,8 @@ func TestTableFitsEveryWidth(t *testing.T) {
 	if h := s.Table(50)[0]; strings.Contains(h, "WAIT/RUN") || strings.Contains(h, "SLICES/s") {
 		t.Errorf("width 50: %q", h)
 	}
-	if h := s.Table(250)[1]; !strings.Contains(h, longPath) {
-		t.Errorf("width 250 cuts the path: %q", h)
+	if h := s.Table(280)[1]; !strings.Contains(h, longPath) {
+		t.Errorf("width 280 cuts the path: %q", h)
 	}
 }
 

@@ -37,6 +37,11 @@ type Series struct {
 	RunSeconds, WaitSeconds, Timeslices float64
 	// Tasks is the number of live threads, a gauge.
 	Tasks float64
+	// ThrottledSeconds is the time the cgroup's own CPU quota kept its run
+	// queues throttled, and PressureSeconds the CPU pressure "some" total,
+	// both counters, valid when HasThrottled and HasPressure are set.
+	ThrottledSeconds, PressureSeconds float64
+	HasThrottled, HasPressure         bool
 }
 
 // Sample is every cgroup's counters at one moment.

@@ -17,7 +17,7 @@ var containerCounters = []string{
 	"container_cpu_schedstat_run_seconds_total",
 	"container_cpu_schedstat_runqueue_seconds_total",
 	"container_cpu_schedstat_run_periods_total",
-	"container_cpu_usage_seconds_total",
+	"container_cpu_schedstat_usage_seconds_total",
 }
 
 // TestDaemonMatchesKernel runs the daemon against this machine's real
@@ -70,13 +70,13 @@ func daemonMatchesKernel(t *testing.T, hierarchy string, flags []string) *daemon
 	mfs := scrape(t, http.DefaultClient, url)
 	kernel := float64(testcg.Usage(t, cg)) / 1e9
 	run, ok := value(mfs, "container_cpu_schedstat_run_seconds_total", id)
-	usage, ok2 := value(mfs, "container_cpu_usage_seconds_total", id)
+	usage, ok2 := value(mfs, "container_cpu_schedstat_usage_seconds_total", id)
 	if !ok || !ok2 {
 		t.Fatalf("no series for id=%q", id)
 	}
 	t.Logf("%s: schedstat run %.6fs, exported usage %.6fs, kernel file %.6fs", id, run, usage, kernel)
 	if math.Abs(run-usage) > 0.01*usage {
-		t.Errorf("run %.6fs is not within 1%% of container_cpu_usage_seconds_total %.6fs", run, usage)
+		t.Errorf("run %.6fs is not within 1%% of container_cpu_schedstat_usage_seconds_total %.6fs", run, usage)
 	}
 	if math.Abs(run-kernel) > 0.01*kernel {
 		t.Errorf("run %.6fs is not within 1%% of the kernel's %.6fs", run, kernel)

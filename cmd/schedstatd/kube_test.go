@@ -103,7 +103,7 @@ var cgroupFamilies = []string{
 	"container_cpu_schedstat_run_seconds_total",
 	"container_cpu_schedstat_runqueue_seconds_total",
 	"container_cpu_schedstat_run_periods_total",
-	"container_cpu_usage_seconds_total",
+	"container_cpu_schedstat_usage_seconds_total",
 	"container_schedstat_tasks",
 }
 

@@ -26,8 +26,10 @@ type sources struct {
 	iter    *taskiter.Source     // nil when procfs is the source
 	fds     *procsource.FDBudget // nil when the iterator is
 	hostPID bool
-	exits   *exitcapture.Source // nil when polling only
-	runtime *cri.Client         // nil when no runtime is asked
+	// pressure is set when the kernel reports CPU pressure for cgroups.
+	pressure bool
+	exits    *exitcapture.Source // nil when polling only
+	runtime  *cri.Client         // nil when no runtime is asked
 }
 
 // openSources opens everything the flags name, failing with the path or
@@ -43,6 +45,9 @@ func openSources(cfg *config, logger *slog.Logger) (*sources, error) {
 	}
 	if !src.hostPID {
 		logger.Warn("not in the host PID namespace: tasks of other namespaces are invisible in cgroup files; run the pod with hostPID: true")
+	}
+	if src.pressure = h.PressureFile() != ""; !src.pressure {
+		logger.Warn("no CPU pressure (PSI) for cgroups: the kernel was booted with psi=0 or built without CONFIG_PSI, cgroup.pressure is 0, or there is no cgroup v2 hierarchy; container_cpu_schedstat_pressure_* series are not served", "unified", h.UnifiedDir())
 	}
 	procs, err := procsource.New(procsource.Config{Root: cfg.procfs, CgroupRoot: cfg.cgroupfs, Logger: logger})
 	if err != nil {
@@ -73,7 +78,7 @@ func openSources(cfg *config, logger *slog.Logger) (*sources, error) {
 		logger.Info("no container runtime to ask: container, pod, namespace and image labels stay empty", "container_runtime_endpoint", cfg.runtimeEndpoint)
 	}
 	logger.Info("starting schedstatd", "version", version.Info(), "hierarchy", h.Name(), "cgroup_version", h.Version().String(),
-		"dir", h.Dir(), "interval", cfg.interval, "task_fd_budget", procs.Budget.Max, "task_iterator", src.iter != nil, "exit_capture", src.exits != nil, "container_runtime", src.runtime != nil)
+		"dir", h.Dir(), "bandwidth", h.BandwidthFile(), "pressure", h.PressureFile(), "interval", cfg.interval, "task_fd_budget", procs.Budget.Max, "task_iterator", src.iter != nil, "exit_capture", src.exits != nil, "container_runtime", src.runtime != nil)
 	return src, nil
 }
 
@@ -92,6 +97,10 @@ func (s *sources) collectors(poller *collector.Poller) []prometheus.Collector {
 			Name: "schedstatd_host_pid_namespace",
 			Help: "1 if the daemon runs in the host's PID namespace and sees every task; 0 means hostPID: true is missing.",
 		}, func() float64 { return boolFloat(s.hostPID) }),
+		prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+			Name: "schedstatd_cpu_pressure_enabled",
+			Help: "1 if the kernel reports CPU pressure (PSI) for cgroups and the container_cpu_schedstat_pressure_* series are served; 0 with psi=0, a kernel without CONFIG_PSI, or no cgroup v2 hierarchy.",
+		}, func() float64 { return boolFloat(s.pressure) }),
 		exitcapture.NewCollector(s.exits, func() uint64 { return poller.Last().Counters.UnattributedExits }),
 		taskiter.NewCollector(s.iter),
 		procsource.NewCollector(s.fds),

@@ -196,6 +196,7 @@ func (t *Tree) List(l *cgroupfs.Listing) error {
 		if d.Err != nil {
 			l.Errors++
 		}
+		d.Bandwidth, d.Pressure = c.Bandwidth, c.Pressure
 	}
 	return nil
 }

@@ -1,0 +1,296 @@
+package main
+
+import (
+	"encoding/json"
+	"math"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"testing"
+	"time"
+
+	dto "github.com/prometheus/client_model/go"
+	"github.com/schedstatd/schedstatd/cgroupfs"
+	"github.com/schedstatd/schedstatd/internal/testcg"
+	"github.com/schedstatd/schedstatd/internal/testproc"
+	"golang.org/x/sys/unix"
+)
+
+// The series the split of the wait is computed from.
+const (
+	waitSeries      = "container_cpu_schedstat_runqueue_seconds_total"
+	runSeries       = "container_cpu_schedstat_run_seconds_total"
+	throttledSeries = "container_cpu_schedstat_cfs_throttled_seconds_total"
+	thrPeriods      = "container_cpu_schedstat_cfs_throttled_periods_total"
+	periodsSeries   = "container_cpu_schedstat_cfs_periods_total"
+	someSeries      = "container_cpu_schedstat_pressure_some_seconds_total"
+)
+
+// window is what the daemon and the kernel files say of one cgroup
+// between two scrapes.
+type window struct {
+	wait, run, throttled, periods, throttledPeriods, some float64 // daemon, seconds or counts
+	kThrottled, kPeriods, kThrottledPeriods, kSome        float64 // kernel files, halfway between the reads around each scrape
+}
+
+// contended is the wait the quota does not explain, at most: the wait
+// less the throttled time (a throttled run queue holds one thread or
+// more).
+func (w window) contended() float64 { return max(0, w.wait-w.throttled) }
+
+// throttledCgroups makes the cgroup name in the v1 cpu, cpuacct and v2
+// hierarchies of this hybrid node, with cpu.shares at its maximum so that
+// the test's own threads, not the other work on the machine, decide who
+// waits on the CPU they share; quota, if not 0, is the CFS quota per
+// 100 ms in microseconds. It returns the cgroup's dirs, cpu first.
+func throttledCgroups(t *testing.T, name string, quota int) []string {
+	t.Helper()
+	var dirs []string
+	for _, h := range []string{"cpu", "cpuacct", "unified"} {
+		root := filepath.Join(testcg.Root, h)
+		dir := filepath.Join(root, name)
+		if err := os.Mkdir(dir, 0o755); err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { testcg.Remove(t, root, dir) })
+		dirs = append(dirs, dir)
+	}
+	write := func(file, v string) {
+		if err := os.WriteFile(filepath.Join(dirs[0], file), []byte(v), 0); err != nil {
+			t.Fatal(err)
+		}
+	}
+	write("cpu.shares", "262144")
+	if quota != 0 {
+		write("cpu.cfs_period_us", "100000")
+		write("cpu.cfs_quota_us", strconv.Itoa(quota))
+	}
+	return dirs
+}
+
+// pinnedSpinner starts a spinning shell on CPU 0 in the cgroups dirs.
+func pinnedSpinner(t *testing.T, dirs []string) *exec.Cmd {
+	t.Helper()
+	s := testproc.Spin(t)
+	var set unix.CPUSet
+	set.Set(0)
+	if err := unix.SchedSetaffinity(s.Process.Pid, &set); err != nil {
+		t.Fatal(err)
+	}
+	for _, d := range dirs {
+		testcg.Move(t, d, s.Process.Pid)
+	}
+	return s
+}
+
+// pinSelf moves every thread of the test process to the CPU cpu until t
+// ends; threads it starts, and processes they start, inherit that.
+func pinSelf(t *testing.T, cpu int) {
+	t.Helper()
+	var one, all unix.CPUSet
+	one.Set(cpu)
+	if err := unix.SchedGetaffinity(0, &all); err != nil {
+		t.Fatal(err)
+	}
+	tids := testproc.Threads(t, os.Getpid())
+	for _, tid := range tids {
+		if err := unix.SchedSetaffinity(int(tid), &one); err != nil {
+			t.Fatalf("pin thread %d to CPU %d: %v", tid, cpu, err)
+		}
+	}
+	t.Cleanup(func() {
+		for _, tid := range testproc.Threads(t, os.Getpid()) {
+			unix.SchedSetaffinity(int(tid), &all)
+		}
+	})
+}
+
+// measureWindow scrapes the daemon, waits d, and scrapes again. Around
+// each scrape it reads the cgroup's kernel files, and fails t unless each
+// counter the daemon serves lies between the two reads: the daemon
+// serves the kernel's own figures.
+func measureWindow(t *testing.T, url, id string, dirs []string, d time.Duration) window {
+	t.Helper()
+	kernel := func() [4]float64 {
+		bw := readFile(t, filepath.Join(dirs[0], "cpu.stat"), cgroupfs.ParseBandwidth)
+		ps := readFile(t, filepath.Join(dirs[2], "cpu.pressure"), cgroupfs.ParsePressure)
+		return [4]float64{float64(bw.ThrottledNanoseconds) / 1e9, float64(bw.Periods), float64(bw.ThrottledPeriods), float64(ps.SomeNanoseconds) / 1e9}
+	}
+	names := []string{throttledSeries, periodsSeries, thrPeriods, someSeries}
+	read := func() (daemon, mid [4]float64, wait, run float64) {
+		// On a loaded machine a scrape can take long enough for the
+		// kernel figures to move a lot around it; take the quickest of
+		// a few tries, so the midpoint stands for the daemon's read.
+		var before, after [4]float64
+		var mfs map[string]*dto.MetricFamily
+		for try, best := 0, time.Duration(math.MaxInt64); try < 10 && best > 20*time.Millisecond; try++ {
+			start := time.Now()
+			b := kernel()
+			m := scrape(t, http.DefaultClient, url)
+			a := kernel()
+			if took := time.Since(start); took < best {
+				best, before, after, mfs = took, b, a, m
+			}
+		}
+		for i, name := range names {
+			v, ok := value(mfs, name, id)
+			if !ok {
+				t.Fatalf("no %s{id=%q}", name, id)
+			}
+			if v < before[i]-1e-9 || v > after[i]+1e-9 {
+				t.Errorf("%s{id=%q} = %v, not between the kernel's %v and %v around the scrape", name, id, v, before[i], after[i])
+			}
+			daemon[i] = v
+			mid[i] = (before[i] + after[i]) / 2
+		}
+		wait, _ = value(mfs, waitSeries, id)
+		run, _ = value(mfs, runSeries, id)
+		return daemon, mid, wait, run
+	}
+	a, ka, wa, ra := read()
+	time.Sleep(d)
+	b, kb, wb, rb := read()
+	return window{
+		wait: wb - wa, run: rb - ra,
+		throttled: b[0] - a[0], periods: b[1] - a[1], throttledPeriods: b[2] - a[2], some: b[3] - a[3],
+		kThrottled: kb[0] - ka[0], kPeriods: kb[1] - ka[1], kThrottledPeriods: kb[2] - ka[2], kSome: kb[3] - ka[3],
+	}
+}
+
+func readFile[T any](t *testing.T, path string, parse func([]byte) (T, error)) T {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	v, err := parse(b)
+	if err != nil {
+		t.Fatalf("%s: %v", path, err)
+	}
+	return v
+}
+
+// checkKernelWindow checks the daemon's bandwidth and pressure over w
+// against the kernel files': throttled periods and seconds within one
+// period of 100 ms (throttled_time grows by a whole throttled stretch at
+// a time), pressure within 1%.
+func checkKernelWindow(t *testing.T, what string, w window) {
+	t.Helper()
+	if math.Abs(w.periods-w.kPeriods) > 1 || math.Abs(w.throttledPeriods-w.kThrottledPeriods) > 1 || math.Abs(w.throttled-w.kThrottled) > 0.1 {
+		t.Errorf("%s: daemon %v periods, %v throttled, %.3fs throttled; kernel %v, %v, %.3fs: more than one period apart",
+			what, w.periods, w.throttledPeriods, w.throttled, w.kPeriods, w.kThrottledPeriods, w.kThrottled)
+	}
+	if math.Abs(w.some-w.kSome) > 0.01*w.kSome {
+		t.Errorf("%s: daemon pressure some %.4fs, kernel %.4fs: more than 1%% apart", what, w.some, w.kSome)
+	}
+}
+
+// TestThrottledWaitSplit runs one spinning thread under a 20 ms per 100 ms
+// quota on CPU 0, first alone and then beside four spinning threads of
+// another cgroup on the same CPU, and splits its runqueue wait, as the
+// daemon serves it, into the part the quota explains (its throttled time)
+// and the rest (contention). Alone, the quota explains nearly all of it;
+// beside the four, which take half of CPU 0 whenever the quota lets the
+// spinner run, about a quarter of the wait is contention (20 ms of its
+// 80 ms per period). The test's cgroups hold cpu.shares at the maximum,
+// so the other work on this machine barely moves either figure. Over each
+// window the daemon's throttled periods and seconds agree with the
+// kernel's cpu.stat within one period and its pressure with cpu.pressure
+// within 1%.
+func TestThrottledWaitSplit(t *testing.T) {
+	for _, h := range []string{"cpu", "cpuacct", "unified"} {
+		if _, err := os.Stat(filepath.Join(testcg.Root, h, "cgroup.procs")); err != nil {
+			t.Skipf("not a hybrid node: no %s hierarchy (%v)", h, err)
+		}
+	}
+	testcg.Make(t, "cpuacct") // needs root like the daemon
+	base := "schedstatd-throttle-" + strconv.Itoa(os.Getpid())
+	spinner := throttledCgroups(t, base, 20000)
+	neighbours := throttledCgroups(t, base+"-neighbours", 0)
+	// The test and the daemon keep off CPU 0, where the workload's
+	// maximal shares would leave them next to no time to read with.
+	pinSelf(t, 1)
+	// Without the race detector a scrape's pass is short, so the kernel
+	// reads around it are close together.
+	d := startBinary(t, plainBinary(t), nil, "--collect.interval=200ms")
+	url, id := "http://"+d.addr+"/metrics", "/"+base
+
+	pinnedSpinner(t, spinner)
+	time.Sleep(time.Second)
+	alone := measureWindow(t, url, id, spinner, 5*time.Second)
+	for range 4 {
+		pinnedSpinner(t, neighbours)
+	}
+	time.Sleep(time.Second)
+	beside := measureWindow(t, url, id, spinner, 5*time.Second)
+	checkTopSaysWhy(t, url, id, "/"+base+"-neighbours")
+
+	for _, c := range []struct {
+		what   string
+		w      window
+		lo, hi float64 // bounds of contended / wait
+	}{
+		{"alone", alone, 0, 0.10},
+		{"beside 4 spinners", beside, 0.15, 0.40},
+	} {
+		w := c.w
+		share := w.contended() / w.wait
+		t.Logf("%s: run %.3fs wait %.3fs throttled %.3fs (%v of %v periods) contended %.3fs (%.3f of the wait), pressure some %.3fs; kernel throttled %.3fs some %.3fs",
+			c.what, w.run, w.wait, w.throttled, w.throttledPeriods, w.periods, w.contended(), share, w.some, w.kThrottled, w.kSome)
+		checkKernelWindow(t, c.what, w)
+		if w.throttledPeriods < 0.8*w.periods || w.periods < 30 {
+			t.Errorf("%s: %v of %v periods throttled: the quota did not bind", c.what, w.throttledPeriods, w.periods)
+		}
+		if w.throttled > w.wait+0.1 {
+			t.Errorf("%s: throttled %.3fs exceeds the wait %.3fs: one thread waits through every throttled stretch", c.what, w.throttled, w.wait)
+		}
+		if share < c.lo || share > c.hi {
+			t.Errorf("%s: contended wait is %.3f of the wait, want %.2f to %.2f", c.what, share, c.lo, c.hi)
+		}
+	}
+}
+
+// checkTopSaysWhy runs top against the daemon while the spinner and its
+// neighbours share CPU 0: the spinner's row says its limit explains its
+// wait and shows its throttled time and pressure; the neighbours' row,
+// without a quota, waits for contention alone.
+func checkTopSaysWhy(t *testing.T, url, limited, contended string) {
+	t.Helper()
+	r := runTop(t, "--from="+url, "--output=json", "--interval=1s", "--view=cgroups")
+	if r.code != 0 {
+		t.Fatalf("top: exit %d: %s", r.code, r.stderr)
+	}
+	var out struct {
+		Rows []struct {
+			Name          string   `json:"name"`
+			Wait          *float64 `json:"runqueue_seconds_per_second"`
+			Ratio         *float64 `json:"wait_per_run"`
+			Throttled     *float64 `json:"throttled_seconds_per_second"`
+			Pressure      *float64 `json:"pressure_seconds_per_second"`
+			LimitExplains bool     `json:"limit_explains_wait"`
+		} `json:"rows"`
+	}
+	if err := json.Unmarshal([]byte(r.stdout), &out); err != nil {
+		t.Fatalf("%v:\n%s", err, r.stdout)
+	}
+	found := 0
+	for _, row := range out.Rows {
+		switch row.Name {
+		case limited:
+			found++
+			if row.Throttled == nil || row.Pressure == nil || row.Wait == nil || !row.LimitExplains || *row.Throttled < 0.4 || *row.Pressure < 0.4 {
+				t.Errorf("top's row of the throttled spinner: %+v; want its limit to explain its wait, throttled and pressure near 0.6 and 0.8 s/s", row)
+			}
+		case contended:
+			found++
+			if (row.Throttled != nil && *row.Throttled != 0) || row.LimitExplains || row.Ratio == nil || *row.Ratio < 1 {
+				t.Errorf("top's row of the four neighbours: %+v; want no throttled time and a wait per run above 1", row)
+			}
+		}
+	}
+	if found != 2 {
+		t.Errorf("top lists %d of %s and %s:\n%s", found, limited, contended, r.stdout)
+	}
+}
