@@ -23,7 +23,9 @@ type cgroupState struct {
 	parent *cgroupState
 	depth  int
 	seen   uint64
-	usage  monotonic // the kernel's own CPU counter, made monotonic
+	// kernel holds the kernel's own counters (CPU usage, bandwidth,
+	// pressure), each made monotonic.
+	kernel kernelCounters
 	// base is what the series at this path showed before this cgroup
 	// took the path over from a removed predecessor: the exported series
 	// go on from it, while rollup and folding use own and total alone.
@@ -33,10 +35,6 @@ type cgroupState struct {
 	// subtreeUnread is set when this pass could not list the cgroup's
 	// children, or kept the cgroup unseen: its descendants are kept too.
 	subtreeUnread bool
-	// bandwidth and pressure are the kernel's other counters of the
-	// cgroup, as last read.
-	bandwidth cgroupfs.Bandwidth
-	pressure  cgroupfs.Pressure
 
 	// Computed by rollup: own and tasks plus those of all descendants.
 	total      schedstat.Stat
@@ -113,15 +111,7 @@ func (s *cgroupSet) begin(pass uint64, l *cgroupfs.Listing) []*cgroupState {
 		cg.subtreeUnread = c.SubtreeUnread
 		if c.ID != 0 {
 			cg.parent = parent
-			if c.HasUsage {
-				cg.usage.observe(c.UsageNanoseconds)
-			}
-			if c.Bandwidth.HasThrottling || c.Bandwidth.HasBursts {
-				cg.bandwidth = c.Bandwidth
-			}
-			if c.Pressure.HasSome || c.Pressure.HasFull {
-				cg.pressure = c.Pressure
-			}
+			cg.kernel.observe(c)
 		}
 		if cg.parent != nil {
 			cg.depth = cg.parent.depth + 1
@@ -159,18 +149,18 @@ func (s *cgroupSet) match(c *cgroupfs.Cgroup, pass uint64) *cgroupState {
 	if prev := s.byPath[c.Path]; prev != nil && prev != cg {
 		// The path's last holder was removed and the path made again
 		// since: the series goes on from where its predecessor left it.
-		cg.inherit(prev.exported(), prev.usage.value())
+		cg.inherit(prev.exported(), &prev.kernel)
 	} else if t, ok := s.tombs.take(c.Path); ok {
-		cg.inherit(t.stat, t.usage)
+		cg.inherit(t.stat, &t.kernel)
 	}
 	s.byPath[c.Path] = cg
 	return cg
 }
 
 // inherit starts cg's series at the values a predecessor's series showed.
-func (cg *cgroupState) inherit(st schedstat.Stat, usage uint64) {
+func (cg *cgroupState) inherit(st schedstat.Stat, kernel *kernelCounters) {
 	cg.base = st
-	cg.usage.base += usage
+	cg.kernel.inherit(kernel)
 }
 
 // end keeps the cgroups that a partial pass could not see below an unread
@@ -196,7 +186,7 @@ func (s *cgroupSet) end(pass uint64, now int64) {
 		anc.own = anc.own.Add(cg.own)
 		if s.byPath[cg.path] == cg {
 			delete(s.byPath, cg.path)
-			s.tombs.put(cg.path, tombstone{stat: cg.exported(), usage: cg.usage.value()}, now)
+			s.tombs.put(cg.path, tombstone{stat: cg.exported(), kernel: cg.kernel}, now)
 		}
 		cg.own = schedstat.Stat{}
 		cg.folded = anc

@@ -93,7 +93,7 @@ type CgroupStats struct {
 	Unread bool
 	// Bandwidth and Pressure are the cgroup's own CFS bandwidth and CPU
 	// pressure counters as last read, each valid where its Has flags are
-	// set.
+	// set. Like UsageNanoseconds they never fall.
 	Bandwidth cgroupfs.Bandwidth
 	Pressure  cgroupfs.Pressure
 }
@@ -125,12 +125,12 @@ func (t *Table) Snapshot() *Snapshot {
 			Path:             cg.path,
 			Stat:             cg.exported(),
 			Tasks:            cg.totalTasks,
-			UsageNanoseconds: cg.usage.value(),
-			HasUsage:         cg.usage.has,
+			UsageNanoseconds: cg.kernel.usage.value(),
+			HasUsage:         cg.kernel.usage.has,
 			ReadErrors:       cg.errors,
 			Unread:           cg.lastErr || cg.subtreeUnread,
-			Bandwidth:        cg.bandwidth,
-			Pressure:         cg.pressure,
+			Bandwidth:        cg.kernel.bandwidth(),
+			Pressure:         cg.kernel.pressure(),
 		}
 	}
 	return s

@@ -23,10 +23,11 @@ type rig struct {
 	table  *container.Table
 	totals map[string]schedstat.Stat
 	usage  map[string]uint64
+	kernel map[string]container.CgroupStats
 }
 
 func newRig(t *testing.T, paths ...string) *rig {
-	r := &rig{t: t, k: synth.NewKernel(), tree: synth.NewTree(paths...), totals: map[string]schedstat.Stat{}, usage: map[string]uint64{}}
+	r := &rig{t: t, k: synth.NewKernel(), tree: synth.NewTree(paths...), totals: map[string]schedstat.Stat{}, usage: map[string]uint64{}, kernel: map[string]container.CgroupStats{}}
 	r.table = container.NewTable(r.tree, r.k)
 	t.Cleanup(func() { r.table.Close() })
 	return r
@@ -58,6 +59,13 @@ func (r *rig) pass() *container.Snapshot {
 		if prev, ok := r.usage[c.Path]; ok && c.HasUsage && c.UsageNanoseconds < prev {
 			r.t.Fatalf("%s usage fell from %d to %d", c.Path, prev, c.UsageNanoseconds)
 		}
+		if prev, ok := r.kernel[c.Path]; ok {
+			b, p := c.Bandwidth, c.Pressure
+			if b.Periods < prev.Bandwidth.Periods || b.ThrottledNanoseconds < prev.Bandwidth.ThrottledNanoseconds || p.SomeNanoseconds < prev.Pressure.SomeNanoseconds {
+				r.t.Fatalf("%s bandwidth or pressure fell: %+v %+v -> %+v %+v", c.Path, prev.Bandwidth, prev.Pressure, b, p)
+			}
+		}
+		r.kernel[c.Path] = c
 		r.totals[c.Path] = c.Stat
 		if c.HasUsage {
 			r.usage[c.Path] = c.UsageNanoseconds
@@ -229,6 +237,9 @@ func TestRecreatedCgroupSeriesNeverFall(t *testing.T) {
 	setUsage := func(path string, ns uint64) {
 		c := &r.tree.Cgroups[r.tree.Index(path)]
 		c.UsageNanoseconds, c.HasUsage = ns, true
+		// The other kernel counters start over with it.
+		c.Bandwidth = cgroupfs.Bandwidth{Periods: ns / 10, ThrottledNanoseconds: ns / 2, HasThrottling: true}
+		c.Pressure = cgroupfs.Pressure{SomeNanoseconds: ns / 3, HasSome: true}
 	}
 	task := r.spawn(1, 500, 50, 5)
 	r.tree.Set("/a/b", 1)
@@ -251,6 +262,9 @@ func TestRecreatedCgroupSeriesNeverFall(t *testing.T) {
 	b, _ := s.Lookup("/a/b")
 	if want := stat(507, 51, 6); b.Stat != want || b.UsageNanoseconds != 507 {
 		t.Errorf("/a/b = %+v usage %d, want %+v usage 507", b.Stat, b.UsageNanoseconds, want)
+	}
+	if b.Bandwidth.Periods != 50+0 || b.Bandwidth.ThrottledNanoseconds != 250+3 || b.Pressure.SomeNanoseconds != 166+2 {
+		t.Errorf("/a/b bandwidth %+v pressure %+v: want each the predecessor's plus the new cgroup's", b.Bandwidth, b.Pressure)
 	}
 	if a, _ := s.Lookup("/a"); a.Stat != stat(507, 51, 6) {
 		t.Errorf("/a = %+v: the old cgroup's time must count once", a.Stat)

@@ -16,9 +16,11 @@ const (
 
 // tombstone is the last exported state of a removed path.
 type tombstone struct {
-	stat  schedstat.Stat
-	usage uint64
-	at    int64 // pass clock when the path was removed
+	stat schedstat.Stat
+	// kernel holds the kernel counters as shown: an inheritor adds
+	// their values to its bases.
+	kernel kernelCounters
+	at     int64 // pass clock when the path was removed
 }
 
 // tombstones is a map of removed paths and the order they were removed in.
