@@ -21,7 +21,7 @@ func realTable(t *testing.T, hierarchy string) *container.Table {
 	if err != nil {
 		t.Fatal(err)
 	}
-	table := container.NewTable(h, procsource.Opener{Root: "/proc", Budget: &procsource.FDBudget{Max: 1 << 20}})
+	table := container.NewTable(h, procsource.Opener{Root: "/proc", Budget: procsource.SharedBudget(4)})
 	t.Cleanup(func() { table.Close() })
 	return table
 }

@@ -34,7 +34,7 @@ func forEachSource(t *testing.T, hierarchy string, test func(t *testing.T, src t
 			t.Fatal(err)
 		}
 		test(t, taskSource{
-			opener: procsource.Opener{Root: "/proc"},
+			opener: procsource.Opener{Root: "/proc", Budget: procsource.SharedBudget(4)},
 			wrap:   func(l cgroupfs.Lister) cgroupfs.Lister { return l },
 			lister: h,
 		})

@@ -48,7 +48,7 @@ func TestDifferentialSources(t *testing.T) {
 		t.Fatalf("task iterator: %v", err)
 	}
 	t.Cleanup(func() { iter.Close() })
-	procfs := &fed{name: "procfs", src: openSource(t, Options{}), table: container.NewTable(hierarchy(t, walked), procsource.Opener{Root: "/proc"})}
+	procfs := &fed{name: "procfs", src: openSource(t, Options{}), table: container.NewTable(hierarchy(t, walked), procsource.Opener{Root: "/proc", Budget: procsource.SharedBudget(4)})}
 	byIter := &fed{name: "iter", src: openSource(t, Options{}), table: container.NewTable(iter.Lister(), iter.Opener())}
 	both := []*fed{procfs, byIter}
 	for _, f := range both {

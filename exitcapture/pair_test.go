@@ -25,7 +25,7 @@ func newPair(t testing.TB, src *Source, hierarchy string) *pair {
 		if err != nil {
 			t.Fatal(err)
 		}
-		tb := container.NewTable(h, procsource.Opener{Root: "/proc"})
+		tb := container.NewTable(h, procsource.Opener{Root: "/proc", Budget: procsource.SharedBudget(4)})
 		t.Cleanup(func() { tb.Close() })
 		return tb
 	}

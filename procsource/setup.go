@@ -132,3 +132,15 @@ func fdReserve(limit uint64) int {
 func fdBudget(limit uint64) int {
 	return max(0, int(min(limit, 1<<30))-fdReserve(limit))
 }
+
+// SharedBudget returns a budget of one n-th of the task fds the soft
+// open-file limit allows, for one of n tables that read tasks in one
+// process (tests run several side by side), so that together they stay
+// under the limit and read the rest unkept.
+func SharedBudget(n int) *FDBudget {
+	var lim unix.Rlimit
+	if err := unix.Getrlimit(unix.RLIMIT_NOFILE, &lim); err != nil {
+		lim.Cur = 1024
+	}
+	return &FDBudget{Max: fdBudget(lim.Cur) / max(n, 1)}
+}

@@ -54,3 +54,10 @@ func TestMemoryBudget(t *testing.T) {
 		}
 	}
 }
+
+func TestSharedBudget(t *testing.T) {
+	one, four := SharedBudget(1), SharedBudget(4)
+	if one.Max <= 0 || four.Max != one.Max/4 {
+		t.Errorf("SharedBudget(1) = %d, SharedBudget(4) = %d: want a positive budget and a quarter of it", one.Max, four.Max)
+	}
+}

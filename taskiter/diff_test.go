@@ -126,7 +126,7 @@ func TestTableTotalsReal(t *testing.T) {
 			b.Stop(t)
 
 			iter := container.NewTable(s.Lister(), s.Opener())
-			proc := container.NewTable(h, procsource.Opener{Root: "/proc"})
+			proc := container.NewTable(h, procsource.Opener{Root: "/proc", Budget: procsource.SharedBudget(4)})
 			defer iter.Close()
 			defer proc.Close()
 			for range 2 {

@@ -33,7 +33,7 @@ func TestScenarioReal(t *testing.T) {
 			}
 			paths := []string{rel(t, h, top), rel(t, h, a), rel(t, h, b)}
 			iter := container.NewTable(s.Lister(), s.Opener())
-			proc := container.NewTable(h, procsource.Opener{Root: "/proc"})
+			proc := container.NewTable(h, procsource.Opener{Root: "/proc", Budget: procsource.SharedBudget(4)})
 			defer iter.Close()
 			defer proc.Close()
 
