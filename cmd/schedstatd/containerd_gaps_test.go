@@ -1,0 +1,169 @@
+//go:build knowngaps
+
+// The tests in this file pin gaps known on main against a real containerd;
+// they fail until the gap is closed and are left out of `make test` until
+// then. Run them with `go test -tags knowngaps -run Gap ./cmd/schedstatd/`.
+
+package main
+
+import (
+	"fmt"
+	"net/http"
+	"os"
+	"strings"
+	"testing"
+	"time"
+
+	dto "github.com/prometheus/client_model/go"
+	"github.com/schedstatd/schedstatd/internal/containerdtest"
+	"github.com/schedstatd/schedstatd/internal/testcg"
+)
+
+// startGapNode starts a containerd, the daemon with its default collect
+// interval, as it ships, and then a burstable pod, so the daemon sees all
+// of the pod's life.
+func startGapNode(t *testing.T) (*containerdtest.Containerd, *containerdtest.Pod, *ctdScraper) {
+	c := containerdtest.Start(t)
+	s := &ctdScraper{t: t, client: &http.Client{Timeout: 10 * time.Second}, root: c.CgroupRoot}
+	s.d = startDaemon(t, "--container-runtime-endpoint=unix://"+c.Socket)
+	s.url = "http://" + s.d.addr + "/metrics"
+	pod := c.RunPod("burst-0", "batch", containerdtest.Burstable)
+	s.await("the pod labelled", 20*time.Second, func(mfs map[string]*dto.MetricFamily) string {
+		if l := seriesLabels(mfs, "container_schedstat_tasks", pod.CgroupID()); l["pod"] != pod.Name {
+			return fmt.Sprintf("pod cgroup labels %v", l)
+		}
+		return ""
+	})
+	return c, pod, s
+}
+
+// TestContainerdGapFirstScrapeLabelled starts a container and scrapes
+// only 3 s later, as Prometheus would at a 15 s or 30 s interval: that
+// first scrape must name the container (issue 16: on main the runtime is
+// asked only when a scrape meets an unknown id, so it is unlabelled).
+func TestContainerdGapFirstScrapeLabelled(t *testing.T) {
+	c, pod, s := startGapNode(t)
+	ctr := c.StartContainer(pod, "crunch", containerdtest.BusyboxImage.Name, "/bin/sh", "-c", "sleep 600")
+	time.Sleep(3 * time.Second)
+	mfs := s.scrape()
+	if got := seriesLabels(mfs, "container_schedstat_tasks", ctr.CgroupID()); got["container"] != ctr.Name || got["image"] != ctr.Image {
+		t.Errorf("the first scrape, 3 s after the container started: labels %v, want %v", got, containerLabels(ctr))
+	}
+}
+
+// TestContainerdGapSandboxImage checks that a pod's sandbox cgroup has the
+// sandbox image as its image label, as cAdvisor shows it (issue 16: on
+// main it has none).
+func TestContainerdGapSandboxImage(t *testing.T) {
+	_, pod, s := startGapNode(t)
+	s.await("the sandbox's image label", 10*time.Second, func(mfs map[string]*dto.MetricFamily) string {
+		if got := seriesLabels(mfs, "container_schedstat_tasks", pod.SandboxCgroupID())["image"]; got != containerdtest.PauseImage.Name {
+			return fmt.Sprintf("image label %q, want %q", got, containerdtest.PauseImage.Name)
+		}
+		return ""
+	})
+}
+
+// burstScript is a shell loop of about 0.1-0.3 s of CPU time here.
+const burstScript = "i=0; while [ $i -lt 60000 ]; do i=$((i+1)); done"
+
+// TestContainerdGapShortContainerCoverage measures how much of the CPU
+// time of a new container's first threads the daemon counts, with its
+// default 1 s pass: runc's init (whose Go threads exit when it execs the
+// container's command) and a short burst of work in a process that exits
+// before a pass may have listed the new cgroup. Exit capture sees those
+// exits, but their records name a cgroup no pass has listed yet (the gap
+// the accounting owns). Two shapes:
+//   - "exits": the container does its burst and exits; containerd removes
+//     its cgroup at once, so the oracle is the pod's cgroup, whose only
+//     other task is the idle sandbox;
+//   - "stays": the burst runs in a child process that exits while the
+//     container sleeps on; the oracle is the container's own cgroup.
+//
+// Each shape runs three containers; the coverage (run seconds over the
+// CPU counter) must reach 0.99, and the pod's run seconds must not exceed
+// its own counter. On main, a burst that exits before the first pass has
+// listed the container's cgroup is counted in the pod's cgroup instead
+// (coverage 0.06 for such a container), and the pod's run seconds exceed
+// its counter by about 0.6%.
+func TestContainerdGapShortContainerCoverage(t *testing.T) {
+	c, pod, s := startGapNode(t)
+	podDir := containerdtest.CgroupDir("cpuacct", pod.CgroupID())
+	time.Sleep(2500 * time.Millisecond)
+	sandboxRun, _ := value(s.scrape(), "container_cpu_schedstat_run_seconds_total", pod.CgroupID())
+	sandboxUsage := float64(testcg.Usage(t, podDir)) / 1e9
+	t.Logf("the pod with its sandbox only: run %.4fs, cpuacct.usage %.4fs: %.4f", sandboxRun, sandboxUsage, sandboxRun/sandboxUsage)
+	for _, shape := range []struct {
+		name    string
+		command []string
+	}{
+		{"exits", []string{"/bin/sh", "-c", burstScript}},
+		{"stays", []string{"/bin/sh", "-c", "(" + burstScript + "); exec sleep 600"}},
+	} {
+		t.Run(shape.name, func(t *testing.T) {
+			s.t = t
+			var runs, usages float64
+			var figures []string
+			for i := range 3 {
+				var run, usage float64
+				name := fmt.Sprintf("%s-%d", shape.name, i)
+				if shape.name == "exits" {
+					mfs := s.scrape()
+					run0, _ := value(mfs, "container_cpu_schedstat_run_seconds_total", pod.CgroupID())
+					usage0 := float64(testcg.Usage(t, podDir)) / 1e9
+					ctr := c.StartContainer(pod, name, containerdtest.BusyboxImage.Name, shape.command...)
+					c.WaitExited(ctr, 30*time.Second)
+					// Two passes after the exit, so the daemon has seen
+					// all there is to see.
+					time.Sleep(2500 * time.Millisecond)
+					mfs = s.scrape()
+					run1, _ := value(mfs, "container_cpu_schedstat_run_seconds_total", pod.CgroupID())
+					run, usage = run1-run0, float64(testcg.Usage(t, podDir))/1e9-usage0
+				} else {
+					ctr := c.StartContainer(pod, name, containerdtest.BusyboxImage.Name, shape.command...)
+					dir := containerdtest.CgroupDir("cpuacct", ctr.CgroupID())
+					// The burst is over when only the sleep is left.
+					for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(20 * time.Millisecond) {
+						if n := len(testcg.ReadIDs(t, dir+"/tasks")); n == 1 && strings.Contains(readComm(t, dir), "sleep") {
+							break
+						}
+						if time.Now().After(deadline) {
+							t.Fatalf("%s: the burst did not end within 30s", name)
+						}
+					}
+					time.Sleep(2500 * time.Millisecond)
+					mfs := s.scrape()
+					run, _ = value(mfs, "container_cpu_schedstat_run_seconds_total", ctr.CgroupID())
+					usage = float64(testcg.Usage(t, dir)) / 1e9
+				}
+				runs += run
+				usages += usage
+				figures = append(figures, fmt.Sprintf("%.4f/%.4fs=%.3f", run, usage, run/usage))
+			}
+			t.Logf("%s: run/usage per container %s; all %.4f/%.4fs = coverage %.4f",
+				shape.name, strings.Join(figures, ", "), runs, usages, runs/usages)
+			podRun, _ := value(s.scrape(), "container_cpu_schedstat_run_seconds_total", pod.CgroupID())
+			podUsage := float64(testcg.Usage(t, podDir)) / 1e9
+			t.Logf("%s: the pod since its start (sandbox and containers): run %.4fs, cpuacct.usage %.4fs: %.4f", shape.name, podRun, podUsage, podRun/podUsage)
+			// Counted time never exceeds the kernel's counter (up to the
+			// 0.04% by which a dead task's last switch is late).
+			if podRun > 1.001*podUsage {
+				t.Errorf("%s: the pod ran %.4fs by its run seconds, more than the %.4fs of its cgroup's counter", shape.name, podRun, podUsage)
+			}
+			if runs < 0.99*usages {
+				t.Errorf("%s: coverage %.4f, want at least 0.99", shape.name, runs/usages)
+			}
+		})
+	}
+}
+
+// readComm returns the command names of the tasks in the cgroup dir.
+func readComm(t *testing.T, dir string) string {
+	var names []string
+	for _, tid := range testcg.ReadIDs(t, dir+"/tasks") {
+		if b, err := os.ReadFile(fmt.Sprintf("/proc/%d/comm", tid)); err == nil {
+			names = append(names, strings.TrimSpace(string(b)))
+		}
+	}
+	return strings.Join(names, " ")
+}
