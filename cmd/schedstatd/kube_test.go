@@ -1,76 +1,37 @@
 package main
 
 import (
-	"crypto/rand"
-	"encoding/hex"
 	"encoding/json"
+	"fmt"
 	"net/http"
-	"os"
-	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
 	"time"
 
 	dto "github.com/prometheus/client_model/go"
-	"github.com/schedstatd/schedstatd/internal/e2e"
-	"github.com/schedstatd/schedstatd/internal/fakecri"
-	"github.com/schedstatd/schedstatd/internal/testcg"
-	"github.com/schedstatd/schedstatd/internal/testproc"
+	"github.com/schedstatd/schedstatd/internal/containerdtest"
 )
 
-// kubePod is a pod as kubelet runs it with the cgroupfs driver: a pod
-// cgroup under kubepods (and its QoS class's cgroup, except for
-// guaranteed pods), holding its sandbox's (pause container's) cgroup and
-// one container's, each named by its 64-hex id.
+// kubePod is a pod run by a real containerd as kubelet runs it with the
+// cgroupfs driver, with one container, and what the test expects of it.
 type kubePod struct {
-	name, namespace string
-	// qos is the QoS cgroup under kubepods, "" for a guaranteed pod.
-	qos          string
-	uid, sandbox string
-	container    kubeContainer
+	*containerdtest.Pod
+	container *containerdtest.Container
+	// want is the image label of the container's image.
+	want string
+	// spinners is how many processes spin in the container.
+	spinners int
 }
-
-// kubeContainer is the container of a kubePod.
-type kubeContainer struct {
-	id, name string
-	// image is what the pod spec says; want the image label of it.
-	image, want string
-	// threads is how many threads spin in it.
-	threads int
-}
-
-// podID returns the id label of the pod's cgroup, under the test cgroup
-// base (an id label itself).
-func (p *kubePod) podID(base string) string {
-	return base + "/" + filepath.Join("kubepods", p.qos, "pod"+p.uid)
-}
-
-// sandboxID and containerID return the id labels of the cgroups of the
-// pod's sandbox and its container.
-func (p *kubePod) sandboxID(base string) string { return p.podID(base) + "/" + p.sandbox }
-
-func (p *kubePod) containerID(base string) string { return p.podID(base) + "/" + p.container.id }
 
 // podLabel and containerLabel are the names top gives the pod's and the
 // container's rows.
-func (p *kubePod) podLabel() string       { return p.namespace + "/" + p.name }
-func (p *kubePod) containerLabel() string { return p.podLabel() + "/" + p.container.name }
+func (p *kubePod) podLabel() string       { return p.Namespace + "/" + p.Name }
+func (p *kubePod) containerLabel() string { return p.podLabel() + "/" + p.container.Name }
 
-// randomHex returns n random bytes in hex.
-func randomHex(t *testing.T, n int) string {
-	t.Helper()
-	b := make([]byte, n)
-	if _, err := rand.Read(b); err != nil {
-		t.Fatal(err)
-	}
-	return hex.EncodeToString(b)
-}
-
-// randomUID returns a random pod uid, as the API server makes them.
-func randomUID(t *testing.T) string {
-	h := randomHex(t, 16)
-	return h[:8] + "-" + h[8:12] + "-" + h[12:16] + "-" + h[16:20] + "-" + h[20:]
+// spinners returns a container command that keeps n processes spinning.
+func spinners(n int) []string {
+	return []string{"/bin/sh", "-c", fmt.Sprintf("for i in $(seq %d); do (while :; do :; done) & done; wait", n)}
 }
 
 // seriesLabels returns the labels of the series of family name whose id
@@ -146,42 +107,33 @@ type topRow struct {
 	Tasks     float64  `json:"tasks"`
 }
 
-// TestKubePodsNamedEndToEnd runs the Kubernetes path on this machine: real
-// cgroups in kubelet's cgroupfs-driver shape in the v1 cpuacct hierarchy
-// (the one the daemon walks here), two pods, one with six spinning
-// threads in its container (more than the 2 cores: starved), the other
-// with one; a CRI runtime over gRPC on a unix socket that names them; the
-// daemon pointed at that socket; then its /metrics and `top` by pod and by
-// container, as a table and as JSON.
+// Images of the pods of TestKubePodsNamedEndToEnd, named as their pod
+// specs would name them (each entrypoint differs, so each id does).
+var (
+	reportImage = containerdtest.Image{Name: "registry.example.com/batch/report:2.1", Entrypoint: []string{containerdtest.Busybox, "sh", "-e"}}
+	nginxImage  = containerdtest.Image{Name: "docker.io/library/nginx:1.27", Entrypoint: []string{containerdtest.Busybox, "sh", "-u"}}
+)
+
+// TestKubePodsNamedEndToEnd runs the Kubernetes path on this machine: a
+// real containerd (with runc and the cgroupfs driver) runs two pods made
+// through its CRI as kubelet makes them, one burstable with six spinning
+// processes in its container (more than the 2 cores: starved), one
+// guaranteed with one; the daemon pointed at containerd's socket; then
+// its /metrics and `top` by pod and by container, as a table and as JSON.
 func TestKubePodsNamedEndToEnd(t *testing.T) {
-	e2e.RequireRoot(t)
-	root := testcg.Make(t, "cpuacct")
-	// The id labels of the test's cgroups start with base. Random ids keep
-	// the rows apart from those of any other run on the machine.
-	base := "/" + filepath.Base(root)
-	batch := &kubePod{name: "report-28190415-x7k2p", namespace: "batch", qos: "burstable", uid: randomUID(t), sandbox: randomHex(t, 32),
-		container: kubeContainer{id: randomHex(t, 32), name: "crunch", image: "registry.example.com/batch/report:2.1", want: "registry.example.com/batch/report:2.1", threads: 6}}
-	shop := &kubePod{name: "web-0", namespace: "shop", uid: randomUID(t), sandbox: randomHex(t, 32),
-		container: kubeContainer{id: randomHex(t, 32), name: "web", image: "nginx:1.27", want: "docker.io/library/nginx:1.27", threads: 1}}
+	c := containerdtest.Start(t, reportImage, nginxImage)
+	// The id labels of the test's cgroups start with base, the pods'
+	// cgroup root, which is the test's own.
+	base := c.CgroupRoot
+	batch := &kubePod{Pod: c.RunPod("report-28190415-x7k2p", "batch", containerdtest.Burstable), want: reportImage.Name, spinners: 6}
+	batch.container = c.StartContainer(batch.Pod, "crunch", reportImage.Name, spinners(batch.spinners)...)
+	// A pod spec names the image "nginx:1.27"; it is labelled by its
+	// full name.
+	shop := &kubePod{Pod: c.RunPod("web-0", "shop", containerdtest.Guaranteed), want: nginxImage.Name, spinners: 1}
+	shop.container = c.StartContainer(shop.Pod, "web", "nginx:1.27", spinners(shop.spinners)...)
 	pods := []*kubePod{batch, shop}
 
-	// With GOMAXPROCS at the core count, the Go runtime would let only
-	// two of the locked threads run at once and park the rest outside the
-	// kernel's runqueue. The helpers inherit this.
-	t.Setenv("GOMAXPROCS", "16")
-	rt := fakecri.New()
-	for _, p := range pods {
-		for _, id := range []string{p.sandboxID(base), p.containerID(base)} {
-			if err := os.MkdirAll(filepath.Join(filepath.Dir(root), id), 0o755); err != nil {
-				t.Fatal(err)
-			}
-		}
-		rt.AddPod(p.sandbox, p.uid, p.name, p.namespace)
-		rt.AddContainer(p.container.id, p.sandbox, p.uid, p.container.name, p.name, p.namespace, p.container.image)
-		testproc.StartIn(t, p.container.threads, filepath.Join(filepath.Dir(root), p.containerID(base)))
-	}
-	srv := fakecri.Start(t, rt)
-	d := startBinary(t, plainBinary(t), nil, "--collect.interval=200ms", "--container-runtime-endpoint="+srv.Endpoint())
+	d := startBinary(t, plainBinary(t), nil, "--collect.interval=200ms", "--container-runtime-endpoint=unix://"+c.Socket)
 	url := "http://" + d.addr + "/metrics"
 
 	// Wait until the daemon has the runtime's names: its first refresh
@@ -190,7 +142,7 @@ func TestKubePodsNamedEndToEnd(t *testing.T) {
 	var mfs map[string]*dto.MetricFamily
 	named := func() bool {
 		for _, p := range pods {
-			if seriesLabels(mfs, "container_schedstat_tasks", p.containerID(base))["container"] != p.container.name {
+			if seriesLabels(mfs, "container_schedstat_tasks", p.container.CgroupID())["container"] != p.container.Name {
 				return false
 			}
 		}
@@ -204,8 +156,8 @@ func TestKubePodsNamedEndToEnd(t *testing.T) {
 		if time.Now().After(deadline) {
 			t.Fatalf("within 20s, schedstatd_runtime_up is %v and the containers are labelled %v and %v",
 				gauge(mfs, "schedstatd_runtime_up"),
-				seriesLabels(mfs, "container_schedstat_tasks", batch.containerID(base)),
-				seriesLabels(mfs, "container_schedstat_tasks", shop.containerID(base)))
+				seriesLabels(mfs, "container_schedstat_tasks", batch.container.CgroupID()),
+				seriesLabels(mfs, "container_schedstat_tasks", shop.container.CgroupID()))
 		}
 	}
 
@@ -218,13 +170,13 @@ func TestKubePodsNamedEndToEnd(t *testing.T) {
 		wants := map[string]want{
 			base:                            {name: base[1:]},
 			base + "/kubepods":              {name: "kubepods"},
-			base + "/kubepods/" + batch.qos: {name: batch.qos},
-			batch.podID(base):               {name: "pod" + batch.uid, pod: batch.name, namespace: batch.namespace},
-			batch.sandboxID(base):           {name: batch.sandbox, pod: batch.name, namespace: batch.namespace},
-			batch.containerID(base):         {name: batch.container.id, container: "crunch", pod: batch.name, namespace: batch.namespace, image: batch.container.want},
-			shop.podID(base):                {name: "pod" + shop.uid, pod: shop.name, namespace: shop.namespace},
-			shop.sandboxID(base):            {name: shop.sandbox, pod: shop.name, namespace: shop.namespace},
-			shop.containerID(base):          {name: shop.container.id, container: "web", pod: shop.name, namespace: shop.namespace, image: shop.container.want},
+			base + "/kubepods/" + batch.QoS: {name: batch.QoS},
+			batch.CgroupID():                {name: "pod" + batch.UID, pod: batch.Name, namespace: batch.Namespace},
+			batch.SandboxCgroupID():         {name: batch.SandboxID, pod: batch.Name, namespace: batch.Namespace, image: sandboxImageLabel},
+			batch.container.CgroupID():      {name: batch.container.ID, container: "crunch", pod: batch.Name, namespace: batch.Namespace, image: batch.want},
+			shop.CgroupID():                 {name: "pod" + shop.UID, pod: shop.Name, namespace: shop.Namespace},
+			shop.SandboxCgroupID():          {name: shop.SandboxID, pod: shop.Name, namespace: shop.Namespace, image: sandboxImageLabel},
+			shop.container.CgroupID():       {name: shop.container.ID, container: "web", pod: shop.Name, namespace: shop.Namespace, image: shop.want},
 		}
 		for _, family := range cgroupFamilies {
 			for id, w := range wants {
@@ -240,8 +192,8 @@ func TestKubePodsNamedEndToEnd(t *testing.T) {
 			}
 		}
 		for _, p := range pods {
-			if n, ok := value(mfs, "container_schedstat_tasks", p.containerID(base)); !ok || n < float64(p.container.threads) {
-				t.Errorf("%s: %v tasks, want at least its %d spinning threads", p.containerLabel(), n, p.container.threads)
+			if n, ok := value(mfs, "container_schedstat_tasks", p.container.CgroupID()); !ok || n < float64(p.spinners) {
+				t.Errorf("%s: %v tasks, want at least its %d spinning processes", p.containerLabel(), n, p.spinners)
 			}
 		}
 	})
@@ -254,8 +206,8 @@ func TestKubePodsNamedEndToEnd(t *testing.T) {
 		starvedIDs     []string
 		container      bool
 	}{
-		{view: "pods", title: "POD", starved: batch.podLabel(), light: shop.podLabel(), starvedIDs: []string{batch.podID(base)}},
-		{view: "containers", title: "CONTAINER", starved: batch.containerLabel(), light: shop.containerLabel(), starvedIDs: []string{batch.containerID(base)}, container: true},
+		{view: "pods", title: "POD", starved: batch.podLabel(), light: shop.podLabel(), starvedIDs: []string{batch.CgroupID()}},
+		{view: "containers", title: "CONTAINER", starved: batch.containerLabel(), light: shop.containerLabel(), starvedIDs: []string{batch.container.CgroupID()}, container: true},
 	} {
 		t.Run(tc.view, func(t *testing.T) {
 			r := runTop(t, "--once", "--interval=1s", "--view="+tc.view, "--from="+url, filter)
@@ -294,25 +246,25 @@ func TestKubePodsNamedEndToEnd(t *testing.T) {
 				t.Fatalf("json: no row %q or %q:\n%s", tc.starved, tc.light, j.stdout)
 			}
 			s, l := out.Rows[si], out.Rows[li]
-			if s.Pod != batch.name || s.Namespace != batch.namespace || !slices.Equal(s.IDs, tc.starvedIDs) {
+			if s.Pod != batch.Name || s.Namespace != batch.Namespace || !slices.Equal(s.IDs, tc.starvedIDs) {
 				t.Errorf("json: first row %q is pod %q, namespace %q, cgroups %q; want %q, %q, %q",
-					s.Name, s.Pod, s.Namespace, s.IDs, batch.name, batch.namespace, tc.starvedIDs)
+					s.Name, s.Pod, s.Namespace, s.IDs, batch.Name, batch.Namespace, tc.starvedIDs)
 			}
 			// A container row names its container; a pod row none.
-			if want := map[bool]string{true: batch.container.name}[tc.container]; s.Container != want {
+			if want := map[bool]string{true: batch.container.Name}[tc.container]; s.Container != want {
 				t.Errorf("json: first row %q is container %q, want %q", s.Name, s.Container, want)
 			}
 			if s.Wait == nil || l.Wait == nil || s.Run == nil {
 				t.Fatalf("json: no rates:\n%s", j.stdout)
 			}
-			// Seven spinning threads share two cores, so the six wait
+			// Seven spinning processes share two cores, so the six wait
 			// about six times as long as the one; twice leaves room for a
 			// busy machine.
 			if *s.Wait <= 2**l.Wait || *l.Wait <= 0 {
 				t.Errorf("json: %s waits %.3f s/s, %s %.3f s/s", s.Name, *s.Wait, l.Name, *l.Wait)
 			}
-			if s.Tasks < float64(batch.container.threads) {
-				t.Errorf("json: %s has %v tasks, want at least its %d spinning threads", s.Name, s.Tasks, batch.container.threads)
+			if s.Tasks < float64(batch.spinners) {
+				t.Errorf("json: %s has %v tasks, want at least its %d spinning processes", s.Name, s.Tasks, batch.spinners)
 			}
 		})
 	}
@@ -334,7 +286,7 @@ func checkRows(t *testing.T, what string, rows []string, starved, light string, 
 	for _, p := range pods {
 		if containers {
 			allowed[p.containerLabel()] = true
-			allowed[p.podLabel()+"/"+p.sandbox[:13]] = true
+			allowed[p.podLabel()+"/"+p.SandboxID[:13]] = true
 		} else {
 			allowed[p.podLabel()] = true
 		}
