@@ -10,7 +10,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/google/go-cmp/cmp"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/testutil"
 	"github.com/schedstatd/schedstatd/cgroupfs"
@@ -215,71 +214,6 @@ schedstatd_runtime_containers 2
 	}
 	for _, p := range problems {
 		t.Errorf("lint: %s: %s", p.Metric, p.Text)
-	}
-}
-
-// TestNewContainerLabelledOnNextScrape checks that a container the runtime
-// starts later is named soon after a scrape first meets its cgroup, with
-// no periodic refresh to help (the interval is an hour).
-func TestNewContainerLabelledOnNextScrape(t *testing.T) {
-	f := webRuntime()
-	srv := fakecri.Start(t, f)
-	h := newHarness(t, Config{Endpoint: srv.Endpoint(), Interval: time.Hour, MinGap: 50 * time.Millisecond})
-	h.eventually("runtime up", isUp)
-	_, before := h.scrape()
-
-	f.AddContainer(ctrLate, sandboxWeb, uidWeb, "worker", "web-0", "shop", "busybox:1.36")
-	h.node.add(scope(podWeb, ctrLate), 7)
-	want := collector.ContainerLabels{Container: "worker", Pod: "web-0", Namespace: "shop", Image: "docker.io/library/busybox:1.36"}
-	start := time.Now()
-	h.eventually("new container labelled", func(s map[string]collector.ContainerLabels, _ map[string]float64) bool {
-		return s[scope(podWeb, ctrLate)] == want
-	})
-	t.Logf("labelled %v after its cgroup appeared", time.Since(start).Round(time.Millisecond))
-	_, after := h.scrape()
-	if after["schedstatd_runtime_refreshes_total"] <= before["schedstatd_runtime_refreshes_total"] {
-		t.Errorf("refreshes %v -> %v: the new name came without a refresh", before["schedstatd_runtime_refreshes_total"], after["schedstatd_runtime_refreshes_total"])
-	}
-}
-
-// TestRuntimeStoppedMidRun stops the runtime under a running exporter:
-// scrapes go on, known containers keep their last known names, a container
-// started meanwhile has none, schedstatd_runtime_up is 0, and one line is
-// logged however many refreshes fail. When the runtime is back, so are the
-// names, with one more line.
-func TestRuntimeStoppedMidRun(t *testing.T) {
-	f := webRuntime()
-	srv := fakecri.Start(t, f)
-	h := newHarness(t, Config{Endpoint: srv.Endpoint(), Interval: 20 * time.Millisecond, MinGap: 10 * time.Millisecond, RetryAfter: 20 * time.Millisecond})
-	h.eventually("runtime up", isUp)
-
-	srv.Stop()
-	h.node.add(scope(podWeb, ctrLate), 7)
-	h.eventually("runtime down and several refreshes failed", func(_ map[string]collector.ContainerLabels, v map[string]float64) bool {
-		return v["schedstatd_runtime_up"] == 0 && v["schedstatd_runtime_refresh_errors_total"] >= 5
-	})
-	series, _ := h.scrape()
-	web := collector.ContainerLabels{Container: "web", Pod: "web-0", Namespace: "shop", Image: "docker.io/library/nginx:1.27"}
-	if diff := cmp.Diff(web, series[scope(podWeb, ctrWeb)]); diff != "" {
-		t.Errorf("known container while the runtime is down (-want +got):\n%s", diff)
-	}
-	if diff := cmp.Diff(collector.ContainerLabels{Pod: "web-0", Namespace: "shop"}, series[scope(podWeb, ctrLate)]); diff != "" {
-		t.Errorf("container started while the runtime is down, in a known pod (-want +got):\n%s", diff)
-	}
-	if n := h.logs.count("container runtime unavailable"); n != 1 {
-		t.Errorf("%d lines say the runtime is unavailable, want 1:\n%s", n, h.logs)
-	}
-
-	f.AddContainer(ctrLate, sandboxWeb, uidWeb, "worker", "web-0", "shop", "busybox:1.36")
-	fakecri.Serve(t, f, srv.Path)
-	h.eventually("runtime back and the new container named", func(s map[string]collector.ContainerLabels, v map[string]float64) bool {
-		return v["schedstatd_runtime_up"] == 1 && s[scope(podWeb, ctrLate)].Container == "worker"
-	})
-	if n := h.logs.count("container runtime answers"); n != 2 {
-		t.Errorf("%d lines say the runtime answers, want 2 (start and recovery):\n%s", n, h.logs)
-	}
-	if n := h.logs.count("container runtime unavailable"); n != 1 {
-		t.Errorf("%d lines say the runtime is unavailable, want 1", n)
 	}
 }
 

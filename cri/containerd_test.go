@@ -2,6 +2,8 @@ package cri
 
 import (
 	"context"
+	"log/slog"
+	"strings"
 	"testing"
 	"time"
 
@@ -19,6 +21,7 @@ type realNode struct {
 	batch, shop *containerdtest.Pod
 	crunch, web *containerdtest.Container
 	client      *Client
+	logs        *logBuffer
 }
 
 // spinImage is an image besides containerdtest.BusyboxImage, with its own
@@ -35,6 +38,8 @@ func startRealNode(t *testing.T, cfg Config) *realNode {
 	n.crunch = n.ctd.StartContainer(n.batch, "crunch", containerdtest.BusyboxImage.Name, "/bin/sh", "-c", "sleep 600")
 	n.web = n.ctd.StartContainer(n.shop, "web", spinImage.Name, "/bin/sh", "-c", "sleep 600")
 	cfg.Endpoint = "unix://" + n.ctd.Socket
+	n.logs = &logBuffer{}
+	cfg.Logger = slog.New(slog.NewTextHandler(n.logs, nil))
 	client, err := New(cfg)
 	if err != nil {
 		t.Fatal(err)
@@ -132,27 +137,64 @@ func TestContainerdExitedContainerKeepsName(t *testing.T) {
 	n.awaitLabels(t, gone)
 }
 
+// TestContainerdNewContainerLabelledOnNextMiss starts a container after
+// the Client's first refresh, with no periodic refresh to help (the
+// interval is an hour): the first lookup of its cgroup gets what its pod
+// uid tells and asks for a refresh, and the names follow soon after.
+func TestContainerdNewContainerLabelledOnNextMiss(t *testing.T) {
+	n := startRealNode(t, Config{Interval: time.Hour, MinGap: 50 * time.Millisecond})
+	n.awaitLabels(t, n.want())
+	before := n.client.refreshes.Load()
+
+	late := n.ctd.StartContainer(n.shop, "worker", containerdtest.BusyboxImage.Name, "/bin/sh", "-c", "sleep 600")
+	id := cgroupfs.ParseIdentity(late.CgroupID())
+	if diff := cmp.Diff(collector.ContainerLabels{Pod: n.shop.Name, Namespace: n.shop.Namespace}, n.client.Labels(id)); diff != "" {
+		t.Errorf("the first lookup (-want +got):\n%s", diff)
+	}
+	want := n.want()
+	want[late.CgroupID()] = collector.ContainerLabels{Container: "worker", Pod: n.shop.Name, Namespace: n.shop.Namespace, Image: late.Image}
+	start := time.Now()
+	n.awaitLabels(t, want)
+	t.Logf("labelled %v after its first lookup", time.Since(start).Round(time.Millisecond))
+	if after := n.client.refreshes.Load(); after <= before {
+		t.Errorf("refreshes %d -> %d: the new name came without a refresh", before, after)
+	}
+}
+
 // TestContainerdRestart stops containerd under a running Client and
-// starts it again: the Client goes down, keeps every name meanwhile, and
-// comes back up with them, containers and pods that ran on through the
-// restart included.
+// starts it again: the Client goes down with one line logged however many
+// refreshes fail, keeps every name meanwhile, gives a container cgroup new
+// meanwhile only its pod's names, and comes back up with one more line
+// and the names, containers and pods that ran on through the restart
+// included.
 func TestContainerdRestart(t *testing.T) {
 	n := startRealNode(t, Config{Interval: 50 * time.Millisecond, MinGap: 10 * time.Millisecond, RetryAfter: 10 * time.Millisecond, CallTimeout: 500 * time.Millisecond})
 	want := n.want()
 	n.awaitLabels(t, want)
 
 	n.ctd.Stop()
-	for deadline := time.Now().Add(10 * time.Second); n.client.Up(); time.Sleep(10 * time.Millisecond) {
+	for deadline := time.Now().Add(10 * time.Second); n.client.Up() || n.client.failures.Load() < 5; time.Sleep(10 * time.Millisecond) {
 		if time.Now().After(deadline) {
-			t.Fatal("the Client is still up 10s after containerd stopped")
+			t.Fatalf("10s after containerd stopped: up %v, %d failed refreshes", n.client.Up(), n.client.failures.Load())
 		}
 	}
 	if diff := cmp.Diff(want, n.labels(want)); diff != "" {
 		t.Errorf("labels while containerd is down (-want +got):\n%s", diff)
 	}
+	// The cgroup of a container runc would have started meanwhile.
+	unknown := cgroupfs.ParseIdentity(n.batch.CgroupID() + "/" + strings.Repeat("ab", 32))
+	if diff := cmp.Diff(collector.ContainerLabels{Pod: n.batch.Name, Namespace: n.batch.Namespace}, n.client.Labels(unknown)); diff != "" {
+		t.Errorf("a container new while containerd is down, in a known pod (-want +got):\n%s", diff)
+	}
+	if c := n.logs.count("container runtime unavailable"); c != 1 {
+		t.Errorf("%d lines say the runtime is unavailable, want 1:\n%s", c, n.logs)
+	}
 
 	n.ctd.Restart()
 	n.awaitLabels(t, want)
+	if c := n.logs.count("container runtime answers"); c != 2 {
+		t.Errorf("%d lines say the runtime answers, want 2 (start and after the restart):\n%s", c, n.logs)
+	}
 	// The containers ran on in their shims, and containerd knows them.
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
