@@ -25,9 +25,11 @@ test: test-deps fmt-check vet staticcheck tidy-check
 # test-deps installs the programs the end-to-end tests drive that a fresh
 # Debian machine lacks, where it can: as root with apt-get. TEST_TOOLS
 # pairs each command with its Debian package: tmux for the live view of
-# `top`, promtool (in prometheus) for the alert rules' unit tests. Elsewhere
-# the tests that need them say what is missing.
-TEST_TOOLS ?= tmux:tmux promtool:prometheus
+# `top`, promtool (in prometheus) for the alert rules' unit tests,
+# containerd, runc and the static busybox its test images are made of for
+# the tests against a real container runtime (internal/containerdtest).
+# Elsewhere the tests that need them say what is missing.
+TEST_TOOLS ?= tmux:tmux promtool:prometheus containerd:containerd runc:runc busybox:busybox-static
 test-deps:
 	@missing=""; for tp in $(TEST_TOOLS); do command -v $${tp%%:*} >/dev/null 2>&1 || missing="$$missing $${tp#*:}"; done; \
 	if [ -n "$$missing" ]; then \

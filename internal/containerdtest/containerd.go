@@ -2,6 +2,7 @@ package containerdtest
 
 import (
 	"context"
+	"debug/elf"
 	"fmt"
 	"os"
 	"os/exec"
@@ -74,6 +75,9 @@ func Start(t testing.TB, extra ...Image) *Containerd {
 			e2e.Unavailable(t, fmt.Sprintf("no %s (Debian package %s): %v", tool.Path, tool.Package, err))
 		}
 	}
+	if err := checkStatic(Busybox); err != nil {
+		e2e.Unavailable(t, fmt.Sprintf("%v: the images need the static one of Debian package busybox-static", err))
+	}
 	// A unix socket path has at most 107 bytes; t.TempDir's can be longer.
 	dir, err := os.MkdirTemp("", "ctd")
 	if err != nil {
@@ -118,6 +122,22 @@ func Start(t testing.TB, extra ...Image) *Containerd {
 		})
 	}
 	return c
+}
+
+// checkStatic fails unless path is a statically linked ELF executable,
+// one that runs in an image that holds nothing else.
+func checkStatic(path string) error {
+	f, err := elf.Open(path)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	for _, p := range f.Progs {
+		if p.Type == elf.PT_INTERP {
+			return fmt.Errorf("%s is dynamically linked", path)
+		}
+	}
+	return nil
 }
 
 // config returns containerd's config: everything under c.Dir, the CRI's

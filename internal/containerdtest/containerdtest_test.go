@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/schedstatd/schedstatd/internal/e2e"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 )
 
@@ -123,5 +124,19 @@ func TestCleanUpAfterCrash(t *testing.T) {
 	}
 	if gone == 0 {
 		t.Errorf("no shim socket of %q removed", sockets)
+	}
+}
+
+// TestCheckStatic tells Debian's static busybox from a dynamically linked
+// program, which could not run in an image of one file.
+func TestCheckStatic(t *testing.T) {
+	if _, err := os.Stat(Busybox); err != nil {
+		e2e.Unavailable(t, "no "+Busybox+" (Debian package busybox-static)")
+	}
+	if err := checkStatic(Busybox); err != nil {
+		t.Errorf("%s: %v", Busybox, err)
+	}
+	if err := checkStatic("/bin/sh"); err == nil {
+		t.Errorf("/bin/sh (dash) passes as static")
 	}
 }
