@@ -33,14 +33,6 @@ func (n *node) List(l *cgroupfs.Listing) error {
 	return n.tree.List(l)
 }
 
-// add adds a cgroup listing tids.
-func (n *node) add(path string, tids ...int32) {
-	n.mu.Lock()
-	defer n.mu.Unlock()
-	n.tree.Mkdir(path)
-	n.tree.Set(path, tids...)
-}
-
 // logBuffer collects log lines from any goroutine.
 type logBuffer struct {
 	mu  sync.Mutex
