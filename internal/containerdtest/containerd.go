@@ -15,6 +15,7 @@ import (
 
 	"github.com/schedstatd/schedstatd/internal/e2e"
 	"google.golang.org/grpc"
+	"google.golang.org/grpc/backoff"
 	"google.golang.org/grpc/credentials/insecure"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 )
@@ -94,7 +95,13 @@ func Start(t testing.TB, extra ...Image) *Containerd {
 	if err := os.WriteFile(filepath.Join(dir, "config.toml"), []byte(c.config()), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	conn, err := grpc.NewClient("unix://"+c.Socket, grpc.WithTransportCredentials(insecure.NewCredentials()))
+	conn, err := grpc.NewClient("unix://"+c.Socket, grpc.WithTransportCredentials(insecure.NewCredentials()),
+		// containerd comes up in a fraction of a second: do not back off
+		// for the second grpc waits by default after the first refusal.
+		grpc.WithConnectParams(grpc.ConnectParams{
+			Backoff:           backoff.Config{BaseDelay: 20 * time.Millisecond, Multiplier: 1.6, MaxDelay: 200 * time.Millisecond},
+			MinConnectTimeout: 2 * time.Second,
+		}))
 	if err != nil {
 		t.Fatal(err)
 	}
