@@ -81,13 +81,15 @@ const burstScript = "i=0; while [ $i -lt 60000 ]; do i=$((i+1)); done"
 //     container sleeps on; the oracle is the container's own cgroup.
 //
 // Each shape runs three containers; the coverage (run seconds over the
-// CPU counter) must reach 0.99, and the pod's run seconds must not exceed
-// its own counter. Measured on main (four runs): a container whose burst
-// exits before the first pass has listed its new cgroup gets 0.06-0.07
-// (the burst is counted in the pod's cgroup instead), others 0.98-1.009;
-// a container that exits, measured at its pod, 1.005-1.012; the pod over
-// its whole life 1.0056-1.0073, more than its own counter; the sandbox
-// alone 0.89-0.92.
+// CPU counter) must reach 0.99, and no cgroup's run seconds may exceed its
+// own counter (0.1% allowed). Measured at main e60828a: containers
+// 0.992-1.010, but the pod over its whole life 1.0056-1.0060 and the
+// sandbox alone 1.15 (1.9 ms over 12.4 ms): each new container's first
+// task is credited about 2 ms more than its cgroup's counter, likely the
+// time runc's init ran in the shim's cgroup before it joined the
+// container's. (At bae3818, before exit records were attributed by
+// walked-hierarchy id, a container whose burst exited before the first
+// pass listed its cgroup got 0.06-0.07.)
 func TestContainerdGapShortContainerCoverage(t *testing.T) {
 	c, pod, s := startGapNode(t)
 	podDir := containerdtest.CgroupDir("cpuacct", pod.CgroupID())
@@ -95,6 +97,9 @@ func TestContainerdGapShortContainerCoverage(t *testing.T) {
 	sandboxRun, _ := value(s.scrape(), "container_cpu_schedstat_run_seconds_total", pod.CgroupID())
 	sandboxUsage := float64(testcg.Usage(t, podDir)) / 1e9
 	t.Logf("the pod with its sandbox only: run %.4fs, cpuacct.usage %.4fs: %.4f", sandboxRun, sandboxUsage, sandboxRun/sandboxUsage)
+	if sandboxRun > 1.001*sandboxUsage {
+		t.Errorf("the pod with its sandbox only ran %.4fs by its run seconds, more than the %.4fs of its cgroup's counter", sandboxRun, sandboxUsage)
+	}
 	for _, shape := range []struct {
 		name    string
 		command []string
@@ -152,8 +157,8 @@ func TestContainerdGapShortContainerCoverage(t *testing.T) {
 			if podRun > 1.001*podUsage {
 				t.Errorf("%s: the pod ran %.4fs by its run seconds, more than the %.4fs of its cgroup's counter", shape.name, podRun, podUsage)
 			}
-			if runs < 0.99*usages {
-				t.Errorf("%s: coverage %.4f, want at least 0.99", shape.name, runs/usages)
+			if runs < 0.99*usages || runs > 1.001*usages {
+				t.Errorf("%s: coverage %.4f, want within [0.99, 1.001]", shape.name, runs/usages)
 			}
 		})
 	}
