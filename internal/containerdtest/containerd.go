@@ -282,7 +282,7 @@ func (c *Containerd) waitFor(what string, f func(context.Context) error) {
 	}
 }
 
-// ctx returns a context for one CRI call.
+// callContext returns a context for one CRI call.
 func callContext() (context.Context, context.CancelFunc) {
 	return context.WithTimeout(context.Background(), 30*time.Second)
 }
