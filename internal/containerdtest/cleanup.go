@@ -13,12 +13,8 @@ import (
 	"syscall"
 	"time"
 
-	"golang.org/x/sys/unix"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 )
-
-// cgroupRoot is where the cgroup hierarchies are mounted.
-const cgroupRoot = "/sys/fs/cgroup"
 
 // shimSocketDir is where containerd 1.6's shims make their sockets,
 // whatever containerd's own state directory.
@@ -126,86 +122,6 @@ func (c *Containerd) leftovers() []string {
 	return left
 }
 
-// hierarchies returns the directories of the mounted cgroup hierarchies:
-// the root itself on pure cgroup v2, else each directory under it.
-func hierarchies() []string {
-	if _, err := os.Stat(filepath.Join(cgroupRoot, "cgroup.controllers")); err == nil {
-		return []string{cgroupRoot}
-	}
-	ents, _ := os.ReadDir(cgroupRoot)
-	var hs []string
-	for _, e := range ents {
-		if e.IsDir() {
-			hs = append(hs, filepath.Join(cgroupRoot, e.Name()))
-		}
-	}
-	return hs
-}
-
-// removeCgroupTree kills every process in the cgroup dir and below, then
-// removes the cgroups, deepest first. A dir that does not exist is no
-// error.
-func removeCgroupTree(dir string) error {
-	if _, err := os.Stat(filepath.Join(dir, "cgroup.procs")); err != nil {
-		return nil
-	}
-	deadline := time.Now().Add(10 * time.Second)
-	for {
-		if killed := killCgroupTree(dir); killed == 0 {
-			break
-		}
-		if time.Now().After(deadline) {
-			return fmt.Errorf("%s: processes left after SIGKILL", dir)
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
-	return rmdirTree(dir, deadline)
-}
-
-// killCgroupTree sends SIGKILL to every process listed in dir and below,
-// and returns how many it found.
-func killCgroupTree(dir string) int {
-	n := 0
-	filepath.WalkDir(dir, func(p string, d os.DirEntry, err error) error {
-		if err != nil || !d.IsDir() {
-			return nil
-		}
-		b, _ := os.ReadFile(filepath.Join(p, "cgroup.procs"))
-		for _, f := range strings.Fields(string(b)) {
-			if pid, err := strconv.Atoi(f); err == nil && pid > 0 {
-				syscall.Kill(pid, syscall.SIGKILL)
-				n++
-			}
-		}
-		return nil
-	})
-	return n
-}
-
-// rmdirTree removes the cgroup dir and its children, deepest first,
-// retrying until deadline while a cgroup is busy (its last task not yet
-// gone).
-func rmdirTree(dir string, deadline time.Time) error {
-	ents, _ := os.ReadDir(dir)
-	for _, e := range ents {
-		if e.IsDir() {
-			if err := rmdirTree(filepath.Join(dir, e.Name()), deadline); err != nil {
-				return err
-			}
-		}
-	}
-	for {
-		err := os.Remove(dir)
-		if err == nil || errors.Is(err, os.ErrNotExist) {
-			return nil
-		}
-		if time.Now().After(deadline) {
-			return err
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
-}
-
 // process is a process found by its command line.
 type process struct {
 	pid  int
@@ -290,56 +206,4 @@ func unixSocketPaths() map[string]string {
 		}
 	}
 	return m
-}
-
-// mountsUnder returns the mount points at dir or below it in this mount
-// namespace, deepest first.
-func mountsUnder(dir string) []string {
-	b, err := os.ReadFile("/proc/self/mountinfo")
-	if err != nil {
-		return nil
-	}
-	var ms []string
-	for _, line := range strings.Split(string(b), "\n") {
-		f := strings.Fields(line)
-		if len(f) < 5 {
-			continue
-		}
-		mp := unescapeMount(f[4])
-		if mp == dir || strings.HasPrefix(mp, dir+"/") {
-			ms = append(ms, mp)
-		}
-	}
-	slices.SortFunc(ms, func(a, b string) int { return len(b) - len(a) })
-	return ms
-}
-
-// unescapeMount undoes mountinfo's octal escapes (\040 for a space).
-func unescapeMount(s string) string {
-	if !strings.Contains(s, `\`) {
-		return s
-	}
-	var out strings.Builder
-	for i := 0; i < len(s); i++ {
-		if s[i] == '\\' && i+3 < len(s) {
-			if n, err := strconv.ParseUint(s[i+1:i+4], 8, 8); err == nil {
-				out.WriteByte(byte(n))
-				i += 3
-				continue
-			}
-		}
-		out.WriteByte(s[i])
-	}
-	return out.String()
-}
-
-// unmountUnder detaches every mount at dir or below it.
-func unmountUnder(dir string) error {
-	var errs []error
-	for _, m := range mountsUnder(dir) {
-		if err := unix.Unmount(m, unix.MNT_DETACH); err != nil && !errors.Is(err, unix.EINVAL) && !errors.Is(err, unix.ENOENT) {
-			errs = append(errs, fmt.Errorf("unmount %s: %w", m, err))
-		}
-	}
-	return errors.Join(errs...)
 }
