@@ -62,11 +62,25 @@ func program(l layout) asm.Instructions {
 		asm.JEq.Imm(asm.R7, 0, "out"),
 		asm.LoadMem(asm.R6, asm.R6, 0, asm.DWord), // meta->seq
 
-		// The level of the reader's PID namespace.
-		asm.FnGetCurrentTaskBtf.Call(),
-		load(asm.R0, asm.R0, l.threadPid),
-		asm.JEq.Imm(asm.R0, 0, "hostpid"),
-		load(asm.R9, asm.R0, l.pidLevel),
+		// The level of the reader's PID namespace:
+		// current->thread_pid->level. bpf_get_current_task gives current
+		// as a plain number (bpf_get_current_task_btf, which gives a typed
+		// pointer, is 5.11+), so both steps are probe reads.
+		asm.FnGetCurrentTask.Call(),
+		asm.Mov.Reg(asm.R3, asm.R0),
+		asm.Add.Imm(asm.R3, l.threadPid.offset),
+		asm.Mov.Reg(asm.R1, asm.RFP),
+		asm.Add.Imm(asm.R1, stackPid),
+		asm.Mov.Imm(asm.R2, 8),
+		asm.FnProbeReadKernel.Call(),
+		asm.LoadMem(asm.R3, asm.RFP, stackPid, asm.DWord),
+		asm.JEq.Imm(asm.R3, 0, "hostpid"),
+		asm.Add.Imm(asm.R3, l.pidLevel.offset),
+		asm.Mov.Reg(asm.R1, asm.RFP),
+		asm.Add.Imm(asm.R1, stackPid),
+		asm.Mov.Imm(asm.R2, int32(l.pidLevel.size)),
+		asm.FnProbeReadKernel.Call(),
+		kbtf.Load(asm.R9, asm.RFP, stackPid, l.pidLevel.size),
 		asm.JEq.Imm(asm.R9, 0, "hostpid"),
 
 		// task->thread_pid->numbers[level].nr
