@@ -11,6 +11,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/schedstatd/schedstatd/internal/e2e"
+	"github.com/schedstatd/schedstatd/internal/testcg"
 	"github.com/schedstatd/schedstatd/internal/testproc"
 )
 
@@ -30,6 +31,9 @@ func describe(h *Hierarchy) opened {
 // cgroup2 at unified, under a tmpfs at /sys/fs/cgroup.
 func requireHybrid(t *testing.T) {
 	t.Helper()
+	if testcg.PureV2() {
+		t.Skipf("pure cgroup v2 machine (%s is cgroup2): the hybrid layout cannot be opened here; TestOpenPureV2 opens this one", sysCgroup)
+	}
 	for _, c := range []struct {
 		dir   string
 		magic int64
@@ -71,6 +75,34 @@ func TestOpenHybrid(t *testing.T) {
 	}
 }
 
+// TestOpenPureV2 opens the layout of a pure v2 machine, the cgroup2 mount
+// at /sys/fs/cgroup: by default and by name it is the unified hierarchy,
+// walked from the root, and a v1 name is refused.
+func TestOpenPureV2(t *testing.T) {
+	if !testcg.PureV2() {
+		if e2e.Enabled() && !isFS(filepath.Join(sysCgroup, "unified"), magicCgroup2) {
+			t.Fatalf("%s is neither a pure v2 nor a hybrid layout", sysCgroup)
+		}
+		t.Skipf("hybrid machine: %s is not cgroup2 (TestOpenHybrid opens this layout)", sysCgroup)
+	}
+	want := opened{V2, Unified, sysCgroup, sysCgroup, "cgroup.threads", sysCgroup + "/cpu.stat"}
+	for _, name := range []string{"", Unified} {
+		h, err := Open(sysCgroup, name)
+		if err != nil {
+			t.Errorf("Open(%q, %q): %v", sysCgroup, name, err)
+			continue
+		}
+		if diff := cmp.Diff(want, describe(h)); diff != "" {
+			t.Errorf("Open(%q, %q) (-want +got):\n%s", sysCgroup, name, diff)
+		}
+	}
+	for _, name := range []string{"cpuacct", "cpu", "systemd", "no-such-controller"} {
+		if h, err := Open(sysCgroup, name); !errors.Is(err, ErrNoHierarchy) {
+			t.Errorf("Open(%q, %q) = %v, %v; want %v", sysCgroup, name, h, err, ErrNoHierarchy)
+		}
+	}
+}
+
 func TestOpenErrors(t *testing.T) {
 	missing := filepath.Join(t.TempDir(), "nope")
 	plain := t.TempDir()
@@ -88,6 +120,10 @@ func TestOpenErrors(t *testing.T) {
 		{root: sysCgroup + "/cpuacct", name: "cpu", want: ErrNoHierarchy, hybrid: true},
 	}
 	for _, tt := range tests {
+		if tt.hybrid && testcg.PureV2() {
+			t.Logf("Open(%q, %q): a case of the hybrid layout, not run on this pure v2 machine (TestOpenPureV2 covers its refusals)", tt.root, tt.name)
+			continue
+		}
 		if tt.hybrid {
 			requireHybrid(t)
 		}

@@ -56,7 +56,7 @@ type liveTree struct{ l *procThreads }
 func (lt liveTree) List(l *cgroupfs.Listing) error { return lt.l.tree().List(l) }
 
 func TestRealThreadsMatchKernel(t *testing.T) {
-	forEachSource(t, "cpuacct", func(t *testing.T, src taskSource) {
+	forEachSource(t, testcg.Default(), func(t *testing.T, src taskSource) {
 		p := testproc.Start(t, 4, nil)
 		table := container.NewTable(src.wrap(liveTree{&procThreads{t: t, p: p}}), src.opener)
 		defer table.Close()
@@ -101,7 +101,7 @@ func TestRealThreadsMatchKernel(t *testing.T) {
 }
 
 func TestRealThreadExitKeepsTotals(t *testing.T) {
-	forEachSource(t, "cpuacct", func(t *testing.T, src taskSource) {
+	forEachSource(t, testcg.Default(), func(t *testing.T, src taskSource) {
 		p := testproc.Start(t, 3, nil)
 		table := container.NewTable(src.wrap(liveTree{&procThreads{t: t, p: p, only: p.Workers}}), src.opener)
 		defer table.Close()
@@ -129,8 +129,8 @@ func TestRealThreadExitKeepsTotals(t *testing.T) {
 }
 
 func TestRealZombieFinalValuesCount(t *testing.T) {
-	forEachSource(t, "cpuacct", func(t *testing.T, src taskSource) {
-		cg := testcg.Make(t, "cpuacct")
+	forEachSource(t, testcg.Default(), func(t *testing.T, src taskSource) {
+		cg := testcg.Make(t, testcg.Default())
 		cmd := testproc.Spin(t)
 		pid := cmd.Process.Pid
 		testcg.Move(t, cg, pid)
@@ -169,8 +169,8 @@ func TestRealZombieFinalValuesCount(t *testing.T) {
 }
 
 func TestRealMigrationIsNotCountedTwice(t *testing.T) {
-	forEachSource(t, "cpuacct", func(t *testing.T, src taskSource) {
-		parent := testcg.Make(t, "cpuacct")
+	forEachSource(t, testcg.Default(), func(t *testing.T, src taskSource) {
+		parent := testcg.Make(t, testcg.Default())
 		a, b := parent+"/a", parent+"/b"
 		for _, d := range []string{a, b} {
 			if err := os.Mkdir(d, 0o755); err != nil {
@@ -221,7 +221,7 @@ func within(got, want uint64, frac float64) bool {
 }
 
 func TestRealSteadyStatePassDoesNotAllocate(t *testing.T) {
-	forEachSource(t, "cpuacct", func(t *testing.T, src taskSource) {
+	forEachSource(t, testcg.Default(), func(t *testing.T, src taskSource) {
 		p := testproc.Start(t, 8, nil)
 		tree := synth.NewTree("/", "/w")
 		tree.Set("/w", p.Threads(t)...)

@@ -12,6 +12,7 @@ import (
 	"github.com/schedstatd/schedstatd/container"
 	"github.com/schedstatd/schedstatd/internal/e2e"
 	"github.com/schedstatd/schedstatd/internal/synth"
+	"github.com/schedstatd/schedstatd/internal/testcg"
 	"github.com/schedstatd/schedstatd/internal/testproc"
 )
 
@@ -42,7 +43,7 @@ func TestRealPIDReuse(t *testing.T) {
 		t.Fatalf("pid %d, want 1 in a new PID namespace", os.Getpid())
 	}
 
-	forEachSource(t, "cpuacct", func(t *testing.T, src taskSource) {
+	forEachSource(t, testcg.Default(), func(t *testing.T, src taskSource) {
 		old := testproc.Spin(t)
 		id := int32(old.Process.Pid)
 		tree := synth.NewTree("/", "/a")

@@ -21,7 +21,7 @@ func TestCoverageShortTasks(t *testing.T) {
 	v2 := testcg.Make(t, "unified")
 	rel := "/" + filepath.Base(v1)
 	s := openSource(t, Options{})
-	p := newPair(t, s, "cpuacct")
+	p := newPair(t, s, testcg.Default())
 	p.pass(t)
 	stop := p.every(t, time.Second)
 	defer func() {

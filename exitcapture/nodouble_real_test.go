@@ -22,7 +22,7 @@ func TestNoDoubleCount(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			v1, v2, rel := twin(t)
 			s := openSource(t, Options{})
-			p := newPair(t, s, "cpuacct")
+			p := newPair(t, s, testcg.Default())
 			proc := testproc.StartIn(t, 4, v1)
 			testcg.Move(t, v2, proc.PID)
 			// The baseline: the helper's threads, stopped, read once. What

@@ -18,7 +18,9 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-var unifiedRoot = filepath.Join(testcg.Root, "unified")
+// unifiedRoot is the test machine's cgroup2 mount: /sys/fs/cgroup/unified
+// on a hybrid machine, /sys/fs/cgroup on a pure v2 one.
+var unifiedRoot = testcg.Dir(testcg.Unified)
 
 // walked is the hierarchy the daemon walks on this machine by default: v1
 // cpuacct on a hybrid node.
@@ -55,13 +57,18 @@ func openSource(t testing.TB, opts Options) *Source {
 	return s
 }
 
-// twin makes a cgroup in the v1 cpuacct hierarchy and one of the same name
-// in the unified hierarchy, as on a hybrid node whose tasks sit in both,
-// and returns their directories and their common relative path.
+// twin makes a cgroup in the hierarchy the daemon walks here (see
+// testcg.Default) and, on a hybrid machine, one of the same name in the
+// unified hierarchy, as on a hybrid node whose tasks sit in both; it
+// returns their directories and their common relative path. On a pure v2
+// machine the walked cgroup is the unified one: v1 and v2 are the same.
 func twin(t testing.TB) (v1, v2, rel string) {
 	t.Helper()
-	v1 = testcg.Make(t, "cpuacct")
+	v1 = testcg.Make(t, testcg.Default())
 	rel = "/" + filepath.Base(v1)
+	if testcg.PureV2() {
+		return v1, v1, rel
+	}
 	v2 = filepath.Join(unifiedRoot, rel)
 	if err := os.Mkdir(v2, 0o755); err != nil {
 		t.Fatal(err)

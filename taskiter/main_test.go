@@ -7,6 +7,7 @@ import (
 
 	"github.com/schedstatd/schedstatd/cgroupfs"
 	"github.com/schedstatd/schedstatd/internal/e2e"
+	"github.com/schedstatd/schedstatd/internal/testcg"
 	"github.com/schedstatd/schedstatd/internal/testproc"
 	"github.com/schedstatd/schedstatd/taskiter"
 )
@@ -25,6 +26,7 @@ var hierarchies = []string{"cpuacct", cgroupfs.Unified}
 func open(t testing.TB, name string) (*cgroupfs.Hierarchy, *taskiter.Source) {
 	t.Helper()
 	e2e.RequireRoot(t)
+	testcg.Require(t, name)
 	h, err := cgroupfs.Open("/sys/fs/cgroup", name)
 	if err != nil {
 		e2e.Unavailable(t, "no "+name+" hierarchy: "+err.Error())

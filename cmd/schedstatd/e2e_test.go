@@ -25,19 +25,29 @@ var containerCounters = []string{
 // and three layouts: the hierarchy it picks by itself (v1 cpuacct on this
 // hybrid node), the unified one named by flag, and a pure v2 node (the
 // cgroup2 mount given as the cgroup root, as a v2-only node mounts it at
-// /sys/fs/cgroup).
+// /sys/fs/cgroup). On a pure v2 machine (the kernel matrix's VMs) it runs
+// over that machine's own layout instead: the root found by itself and
+// named by flag.
 func TestDaemonMatchesKernel(t *testing.T) {
 	unified := filepath.Join(testcg.Root, "unified")
-	for _, tc := range []struct {
+	type layoutCase struct {
 		name, hierarchy string
 		flags           []string
 		// layout is what the daemon's start line must say it walks.
 		layout string
-	}{
+	}
+	cases := []layoutCase{
 		{"hybrid-cpuacct", "cpuacct", nil, "cgroup_version=v1 dir=" + filepath.Join(testcg.Root, "cpuacct")},
 		{"hybrid-unified", "unified", []string{"--cgroup.hierarchy=unified"}, "cgroup_version=v2 dir=" + unified},
 		{"pure-v2", "unified", []string{"--path.cgroupfs=" + unified}, "cgroup_version=v2 dir=" + unified},
-	} {
+	}
+	if testcg.PureV2() {
+		cases = []layoutCase{
+			{"pure-v2-root", "unified", nil, "cgroup_version=v2 dir=" + testcg.Root},
+			{"pure-v2-named", "unified", []string{"--cgroup.hierarchy=unified"}, "cgroup_version=v2 dir=" + testcg.Root},
+		}
+	}
+	for _, tc := range cases {
 		for _, source := range []string{"iter", "procfs"} {
 			t.Run(tc.name+"/"+source, func(t *testing.T) {
 				d := daemonMatchesKernel(t, tc.hierarchy, append([]string{"--collect.source=" + source}, tc.flags...))
@@ -112,7 +122,7 @@ func daemonMatchesKernel(t *testing.T, hierarchy string, flags []string) *daemon
 }
 
 func TestDaemonEndpoints(t *testing.T) {
-	testcg.Make(t, "cpuacct") // needs root like the daemon
+	testcg.Make(t, testcg.Default()) // needs root like the daemon
 	d := startDaemon(t)
 	for _, tc := range []struct {
 		path, want string

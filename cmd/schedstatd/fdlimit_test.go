@@ -34,7 +34,7 @@ func TestFDLimitBelowThreadCount(t *testing.T) {
 			wrapper = append(wrapper, "--bounding-set=-sys_resource", "--inh-caps=-sys_resource")
 		}
 	}
-	cg := testcg.Make(t, "cpuacct")
+	cg := testcg.Make(t, testcg.Default())
 	id := "/" + filepath.Base(cg)
 	p := testproc.StartIn(t, 300, cg)
 	d := startWrapped(t, wrapper, "--collect.interval=200ms", "--collect.source=procfs")

@@ -28,7 +28,7 @@ func TestHidepidProcfs(t *testing.T) {
 	os.Chmod(filepath.Dir(proc), 0o755)
 	os.Chmod(proc, 0o555)
 
-	cg := testcg.Make(t, "cpuacct")
+	cg := testcg.Make(t, testcg.Default())
 	id := "/" + filepath.Base(cg)
 	testproc.StartIn(t, 2, cg) // root's threads: hidden from the daemon
 	nobody := asNobody(t)

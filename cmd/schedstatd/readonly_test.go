@@ -42,7 +42,7 @@ func TestReadOnlyMounts(t *testing.T) {
 		e2e.Unavailable(t, "no unshare(1)")
 	}
 	root := t.TempDir()
-	cg := testcg.Make(t, "cpuacct")
+	cg := testcg.Make(t, testcg.Default())
 	id := "/" + filepath.Base(cg)
 	p := testproc.StartIn(t, 2, cg)
 	wrapper := []string{unshare, "--mount", "--propagation=private", "/bin/sh", "-c", readOnlyMounts, root}

@@ -99,7 +99,7 @@ func TestSoak(t *testing.T) {
 	if testing.Short() {
 		t.Skip("soak runs for a minute or more")
 	}
-	cg := testcg.Make(t, "cpuacct")
+	cg := testcg.Make(t, testcg.Default())
 	var daemons []*soaked
 	for _, source := range []string{"auto", "procfs"} {
 		d := startBinary(t, plainBinary(t), nil, "--collect.source="+source)

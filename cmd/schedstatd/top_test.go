@@ -57,8 +57,8 @@ func runTop(t *testing.T, args ...string) topRun {
 // second. It returns their ids.
 func starvedPair(t *testing.T) (starved, light string) {
 	t.Helper()
-	a := testcg.Make(t, "cpuacct")
-	b := testcg.Make(t, "cpuacct")
+	a := testcg.Make(t, testcg.Default())
+	b := testcg.Make(t, testcg.Default())
 	// With GOMAXPROCS at the core count, the Go runtime would let only
 	// two of the six locked threads run at once and park the rest
 	// outside the kernel's runqueue. The helpers inherit this.

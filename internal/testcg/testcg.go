@@ -13,20 +13,69 @@ import (
 	"time"
 
 	"github.com/schedstatd/schedstatd/internal/e2e"
+	"golang.org/x/sys/unix"
 )
 
 // Root is where cgroup hierarchies are mounted on the test machine.
 const Root = "/sys/fs/cgroup"
 
+// Unified names the v2 hierarchy, as cgroupfs.Unified does.
+const Unified = "unified"
+
 var seq atomic.Int32
 
-// Make creates a cgroup under the hierarchy mounted at Root/hierarchy
+// PureV2 reports whether Root is itself a cgroup2 mount: a pure cgroup v2
+// machine, with no v1 hierarchy (the kernel matrix's VMs, most Kubernetes
+// nodes), rather than a hybrid one with v1 controllers beside cgroup2 at
+// Root/unified.
+func PureV2() bool {
+	var st unix.Statfs_t
+	return unix.Statfs(Root, &st) == nil && st.Type == unix.CGROUP2_SUPER_MAGIC
+}
+
+// Dir returns the mount of hierarchy ("cpuacct", "unified", ...):
+// Root/hierarchy, or Root itself for the unified hierarchy of a pure v2
+// machine.
+func Dir(hierarchy string) string {
+	if hierarchy == Unified && PureV2() {
+		return Root
+	}
+	return filepath.Join(Root, hierarchy)
+}
+
+// Default returns the hierarchy the daemon walks by itself on this
+// machine: v1 cpuacct on a hybrid machine, the unified one on a pure v2
+// machine. Tests that need a real cgroup but are about no one hierarchy
+// make theirs there.
+func Default() string {
+	if PureV2() {
+		return Unified
+	}
+	return "cpuacct"
+}
+
+// Require skips t, saying why, when hierarchy is a v1 one ("cpuacct",
+// "cpu", ...) and this is a pure v2 machine, where no v1 hierarchy can
+// exist (the kernel runs with every v1 controller disabled). The skip is
+// the explicit, reported decision that the test is about v1. Elsewhere it
+// does nothing: a hierarchy that should be there and is not fails the test
+// where it is opened.
+func Require(t testing.TB, hierarchy string) {
+	t.Helper()
+	if hierarchy != Unified && PureV2() {
+		t.Skipf("pure cgroup v2 machine (%s is cgroup2): no v1 %s hierarchy to test", Root, hierarchy)
+	}
+}
+
+// Make creates a cgroup under the hierarchy mounted at Dir(hierarchy)
 // ("cpuacct", "cpu", "unified", ...) and returns its directory. It needs
-// root: without it the test skips, or fails under SCHEDSTATD_E2E=1.
+// root: without it the test skips, or fails under SCHEDSTATD_E2E=1. A v1
+// hierarchy on a pure v2 machine skips the test (see Require).
 func Make(t testing.TB, hierarchy string) string {
 	t.Helper()
 	e2e.RequireRoot(t)
-	root := filepath.Join(Root, hierarchy)
+	Require(t, hierarchy)
+	root := Dir(hierarchy)
 	if _, err := os.Stat(root); err != nil {
 		e2e.Unavailable(t, "no cgroup hierarchy at "+root)
 	}

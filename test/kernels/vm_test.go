@@ -1,0 +1,284 @@
+package kernels
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"debug/elf"
+	"encoding/json"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+	"time"
+)
+
+// binary is one test binary the VMs run: the tests of package pkg (a
+// directory of the repository), those matching run ("" for all).
+type binary struct {
+	pkg string
+	run string
+}
+
+// name is the binary's file name in the image.
+func (b binary) name() string { return strings.ReplaceAll(b.pkg, "/", "_") + ".test" }
+
+// Markers frame each binary's output on the results port.
+const (
+	markBegin = "@@schedstatd-begin "
+	markEnd   = "@@schedstatd-end "
+)
+
+// initScript is the VM's /init: busybox's shell mounts what the tests
+// need (cgroup2 alone at /sys/fs/cgroup: the kernel boots with every v1
+// controller disabled), runs each test binary from its package's
+// directory with its output on the second serial port, and powers off.
+const initScript = `#!/bin/busybox sh
+/bin/busybox --install -s /bin
+export PATH=/bin HOME=/tmp TMPDIR=/tmp SCHEDSTATD_E2E=1 SCHEDSTATD_BINARY=/bin/schedstatd
+mount -t devtmpfs dev /dev
+mount -t proc proc /proc
+mount -t sysfs sys /sys
+mount -t cgroup2 cgroup2 /sys/fs/cgroup
+mount -t bpf bpf /sys/fs/bpf
+mount -t debugfs debugfs /sys/kernel/debug
+mount -t tmpfs tmp /tmp
+ip link set lo up
+for c in $(cat /sys/fs/cgroup/cgroup.controllers); do echo +$c > /sys/fs/cgroup/cgroup.subtree_control; done
+out=/dev/ttyS1
+stty -F $out raw -echo 115200 2>/dev/null
+{
+echo "@@schedstatd-kernel $(uname -r)"
+echo "@@schedstatd-cgroup /sys/fs/cgroup magic 0x$(stat -f -c %t /sys/fs/cgroup) (cgroup2 is 0x63677270), v1 mounts: $(grep -c " cgroup " /proc/mounts), controllers: $(cat /sys/fs/cgroup/cgroup.subtree_control)"
+} > $out
+while read -r bin pkg run; do
+	echo "` + markBegin + `$pkg" > $out
+	cd /src/$pkg
+	/src/$bin -test.v -test.count=1 -test.timeout=15m ${run:+-test.run "$run"} > $out 2>&1
+	echo "` + markEnd + `$pkg $?" > $out
+done < /binaries
+cd /
+sync
+poweroff -f
+`
+
+// buildImage builds the test binaries and the daemon into dir and packs
+// them with busybox and the fixtures into an initramfs there.
+func buildImage(t *testing.T, repo, dir string, bins []binary) string {
+	t.Helper()
+	busybox := "/bin/busybox"
+	if err := checkStatic(busybox); err != nil {
+		t.Fatalf("%v: the VMs need Debian's busybox-static (make test-kernels installs it)", err)
+	}
+	build := func(args ...string) {
+		cmd := exec.Command("go", args...)
+		cmd.Dir = repo
+		// Static, and without -race: the VMs run under software emulation.
+		cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
+		if out, err := cmd.CombinedOutput(); err != nil {
+			t.Fatalf("go %s: %v\n%s", strings.Join(args, " "), err, out)
+		}
+	}
+	var list strings.Builder
+	for _, b := range bins {
+		build("test", "-c", "-o", filepath.Join(dir, b.name()), "./"+b.pkg)
+		fmt.Fprintf(&list, "%s %s %s\n", b.name(), b.pkg, b.run)
+	}
+	build("build", "-o", filepath.Join(dir, "schedstatd"), "./cmd/schedstatd")
+
+	img := filepath.Join(dir, "initramfs.cpio")
+	f, err := os.Create(img)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	c := newCPIO(f)
+	for _, d := range []string{"bin", "dev", "proc", "sys", "tmp", "src", "src/test"} {
+		c.dir(d)
+	}
+	c.char("dev/console", 5, 1)
+	c.bytes("init", []byte(initScript), 0o755)
+	c.bytes("binaries", []byte(list.String()), 0o644)
+	c.file("bin/busybox", busybox)
+	c.file("bin/schedstatd", filepath.Join(dir, "schedstatd"))
+	c.tree("src/test/fixtures", filepath.Join(repo, "test", "fixtures"))
+	made := map[string]bool{"src/test": true}
+	for _, b := range bins {
+		c.file("src/"+b.name(), filepath.Join(dir, b.name()))
+		// Each package's directory, with its testdata, as its tests' cwd.
+		parts := strings.Split(b.pkg, "/")
+		for i := range parts {
+			if d := "src/" + strings.Join(parts[:i+1], "/"); !made[d] {
+				c.dir(d)
+				made[d] = true
+			}
+		}
+		if td := filepath.Join(repo, b.pkg, "testdata"); isDir(td) {
+			c.tree("src/"+b.pkg+"/testdata", td)
+		}
+	}
+	if err := c.close(); err != nil {
+		t.Fatalf("write %s: %v", img, err)
+	}
+	return img
+}
+
+func isDir(p string) bool {
+	st, err := os.Stat(p)
+	return err == nil && st.IsDir()
+}
+
+// checkStatic returns an error unless path is a statically linked ELF
+// executable.
+func checkStatic(path string) error {
+	f, err := elf.Open(path)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	for _, p := range f.Progs {
+		if p.Type == elf.PT_INTERP {
+			return fmt.Errorf("%s is dynamically linked", path)
+		}
+	}
+	return nil
+}
+
+// boot runs kernel with initrd in qemu under software emulation until the
+// VM powers off, and returns what the tests wrote to the results port.
+// The console goes to console.log in dir.
+func boot(t *testing.T, dir, kernel, initrd string, timeout time.Duration) (results []byte, console string) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), timeout)
+	defer cancel()
+	resultsPath := filepath.Join(dir, "results.log")
+	consolePath := filepath.Join(dir, "console.log")
+	cf, err := os.Create(consolePath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cf.Close()
+	// /dev/kvm here is a nested device stock kernels cannot run on: TCG.
+	cmd := exec.CommandContext(ctx, "qemu-system-x86_64",
+		"-accel", "tcg", "-cpu", "max", "-smp", "2", "-m", "2G", "-nographic",
+		"-no-reboot", "-nodefaults", "-no-user-config",
+		"-serial", "stdio", "-serial", "file:"+resultsPath,
+		"-kernel", kernel, "-initrd", initrd,
+		"-append", "console=ttyS0 quiet loglevel=4 panic=-1 rdinit=/init "+
+			"cgroup_no_v1=all systemd.unified_cgroup_hierarchy=1",
+	)
+	cmd.Stdout, cmd.Stderr = cf, cf
+	cmd.WaitDelay = 5 * time.Second
+	start := time.Now()
+	err = cmd.Run()
+	b, _ := os.ReadFile(consolePath)
+	console = string(b)
+	if ctx.Err() != nil {
+		t.Errorf("the VM did not power off within %v", timeout)
+	} else if err != nil {
+		t.Errorf("qemu: %v", err)
+	}
+	t.Logf("VM ran %.1fs", time.Since(start).Seconds())
+	results, _ = os.ReadFile(resultsPath)
+	return results, console
+}
+
+// section is one binary's output on the results port.
+type section struct {
+	out  []byte
+	code int // exit status; -1 when the binary never finished
+}
+
+// split cuts the results into sections by package.
+func split(results []byte) (header []string, sections map[string]*section) {
+	sections = map[string]*section{}
+	var cur *section
+	sc := bufio.NewScanner(bytes.NewReader(results))
+	sc.Buffer(make([]byte, 1<<20), 1<<20)
+	for sc.Scan() {
+		line := strings.TrimRight(sc.Text(), "\r")
+		switch {
+		case strings.HasPrefix(line, markBegin):
+			cur = &section{code: -1}
+			sections[strings.TrimPrefix(line, markBegin)] = cur
+		case strings.HasPrefix(line, markEnd):
+			f := strings.Fields(strings.TrimPrefix(line, markEnd))
+			if cur != nil && len(f) == 2 {
+				fmt.Sscan(f[1], &cur.code)
+			}
+			cur = nil
+		case cur != nil:
+			cur.out = append(append(cur.out, line...), '\n')
+		case strings.HasPrefix(line, "@@schedstatd-"):
+			header = append(header, line)
+		}
+	}
+	return header, sections
+}
+
+// event is one line of test2json's output.
+type event struct {
+	Action string
+	Test   string
+	Output string
+}
+
+// result is what one top-level test did in the VM.
+type result struct {
+	name   string
+	action string // pass, fail or skip
+	output string
+}
+
+// parse turns a binary's verbose output into its top-level tests' results,
+// in order, with go tool test2json.
+func parse(t *testing.T, pkg string, out []byte) []result {
+	t.Helper()
+	cmd := exec.Command("go", "tool", "test2json", "-p", pkg)
+	cmd.Stdin = bytes.NewReader(out)
+	js, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("go tool test2json: %v", err)
+	}
+	var order []string
+	byName := map[string]*result{}
+	dec := json.NewDecoder(bytes.NewReader(js))
+	for dec.More() {
+		var e event
+		if err := dec.Decode(&e); err != nil {
+			t.Fatalf("test2json: %v", err)
+		}
+		top, _, _ := strings.Cut(e.Test, "/")
+		if top == "" {
+			continue
+		}
+		r := byName[top]
+		if r == nil {
+			r = &result{name: top}
+			byName[top] = r
+			order = append(order, top)
+		}
+		r.output += e.Output
+		if e.Test == top && (e.Action == "pass" || e.Action == "fail" || e.Action == "skip") {
+			r.action = e.Action
+		}
+	}
+	rs := make([]result, 0, len(order))
+	for _, n := range order {
+		rs = append(rs, *byName[n])
+	}
+	return rs
+}
+
+// skipReason returns the reason a skipped test gave.
+var skipLine = regexp.MustCompile(`(?m)^\s+\S+\.go:\d+: (.*)$`)
+
+func skipReason(out string) string {
+	if m := skipLine.FindAllStringSubmatch(out, -1); m != nil {
+		return m[len(m)-1][1]
+	}
+	return "no reason given"
+}
