@@ -4,7 +4,7 @@ LDFLAGS  := -X github.com/prometheus/common/version.Version=$(VERSION) -X github
 PKGS     ?= ./...
 BENCHOUT ?= bench.txt
 
-.PHONY: all build run test test-deps test-kubelet test-known-gaps test-short vet staticcheck lint fmt-check fuzz fuzz-smoke soak bench bench-smoke update-golden tidy-check clean
+.PHONY: all build run test test-deps test-kernels kernel-deps test-kubelet test-known-gaps test-short vet staticcheck lint fmt-check fuzz fuzz-smoke soak bench bench-smoke update-golden tidy-check clean
 
 all: build
 
@@ -54,6 +54,29 @@ test-kubelet: test-deps
 # containerd (build tag knowngaps); each fails until its gap is closed.
 test-known-gaps: test-deps
 	$(GO) test -race -count=1 -tags knowngaps -run 'Gap' -v ./cmd/schedstatd/
+
+# test-kernels runs the real-kernel tests (schedstat, cgroupfs, container,
+# taskiter, exitcapture and the daemon's) inside a virtual machine per
+# supported kernel, Debian's 5.10, 6.1 and 6.12, with pure cgroup v2; see
+# test/kernels. Kernels come through apt with a configuration of its own and
+# are cached in SCHEDSTATD_VM_CACHE (default /var/cache/schedstatd-vm);
+# SCHEDSTATD_KERNELS_ONLY=5.10,6.1 picks kernels. KERNEL_PKGS are the Debian
+# packages it needs on the host, installed by kernel-deps where missing.
+KERNEL_PKGS ?= qemu-system-x86 busybox-static
+test-kernels: kernel-deps
+	SCHEDSTATD_KERNELS=1 $(GO) test -v -count=1 -timeout 60m ./test/kernels/
+
+kernel-deps:
+	@missing=""; for p in $(KERNEL_PKGS); do dpkg-query -W -f='$${Status}' $$p 2>/dev/null | grep -q 'ok installed' || missing="$$missing $$p"; done; \
+	if [ -n "$$missing" ]; then \
+		if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then \
+			echo "installing$$missing for the kernel VMs"; \
+			{ apt-get -o DPkg::Lock::Timeout=600 update -qq && DEBIAN_FRONTEND=noninteractive apt-get -o DPkg::Lock::Timeout=600 install -y -qq --no-install-recommends $$missing >/dev/null; } || \
+				echo "could not install$$missing: make test-kernels will say what is missing"; \
+		else \
+			echo "not installed:$$missing (Debian packages; make test-kernels will say what is missing)"; \
+		fi; \
+	fi
 
 test-short:
 	$(GO) test -short -count=1 $(PKGS)

@@ -51,6 +51,9 @@ func makeCgroups(t testing.TB, hdir string, rels ...string) string {
 	if err != nil {
 		t.Fatal(err)
 	}
+	if hierarchy == "." { // the root of a pure v2 machine
+		hierarchy = Unified
+	}
 	top := testcg.Make(t, hierarchy)
 	mkdirs(t, top, rels)
 	return filepath.Base(top)

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/schedstatd/schedstatd/internal/testcg"
 )
 
 func TestListRealRemovedWhileWalking(t *testing.T) {
@@ -73,9 +74,9 @@ func TestListRealRemovedWhileWalking(t *testing.T) {
 }
 
 func TestListRealConcurrentChurn(t *testing.T) {
-	hdir := realHierarchy(t, "cpuacct")
+	hdir := realHierarchy(t, testcg.Default())
 	top := makeCgroups(t, hdir)
-	h, err := Open(sysCgroup, "cpuacct")
+	h, err := Open(sysCgroup, testcg.Default())
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -100,7 +100,7 @@ func TestRealTreeRollsUp(t *testing.T) {
 					top: own[a].Add(own[ab]).Add(own[c]),
 				}
 				for dir, w := range want {
-					path := "/" + mustRel(t, filepath.Join(testcg.Root, hierarchy), dir)
+					path := "/" + mustRel(t, testcg.Dir(hierarchy), dir)
 					got, ok := s.Lookup(path)
 					if !ok {
 						t.Fatalf("no %s in the snapshot", path)

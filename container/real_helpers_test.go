@@ -39,7 +39,7 @@ func (d *dirLister) List(l *cgroupfs.Listing) error {
 			return err
 		}
 		c.ID = st.Ino
-		c.TIDs = append(c.TIDs, testcg.ReadIDs(d.t, filepath.Join(dir, "tasks"))...)
+		c.TIDs = append(c.TIDs, testcg.Threads(d.t, dir)...)
 		c.UsageNanoseconds, c.HasUsage = testcg.Usage(d.t, dir), true
 	}
 	return nil

@@ -144,7 +144,7 @@ func TestRealZombieFinalValuesCount(t *testing.T) {
 		for testproc.State(pid, int32(pid)) != 'Z' {
 			time.Sleep(time.Millisecond)
 		}
-		if ids := testcg.ReadIDs(t, cg+"/tasks"); len(ids) != 0 {
+		if ids := testcg.Threads(t, cg); len(ids) != 0 {
 			t.Fatalf("zombie still listed: %v", ids)
 		}
 		final := kernelStat(t, pid, int32(pid))

@@ -55,14 +55,14 @@ func Default() string {
 }
 
 // Require skips t, saying why, when hierarchy is a v1 one ("cpuacct",
-// "cpu", ...) and this is a pure v2 machine, where no v1 hierarchy can
+// "cpu", ...; "" is the default one, always there) and this is a pure v2 machine, where no v1 hierarchy can
 // exist (the kernel runs with every v1 controller disabled). The skip is
 // the explicit, reported decision that the test is about v1. Elsewhere it
 // does nothing: a hierarchy that should be there and is not fails the test
 // where it is opened.
 func Require(t testing.TB, hierarchy string) {
 	t.Helper()
-	if hierarchy != Unified && PureV2() {
+	if hierarchy != Unified && hierarchy != "" && PureV2() {
 		t.Skipf("pure cgroup v2 machine (%s is cgroup2): no v1 %s hierarchy to test", Root, hierarchy)
 	}
 }
@@ -137,6 +137,16 @@ func ReadIDs(t testing.TB, path string) []int32 {
 		ids = append(ids, int32(id))
 	}
 	return ids
+}
+
+// Threads reads the ids of the threads in the cgroup at dir: its v1 tasks
+// file, or its v2 cgroup.threads.
+func Threads(t testing.TB, dir string) []int32 {
+	t.Helper()
+	if _, err := os.Stat(filepath.Join(dir, "tasks")); err == nil {
+		return ReadIDs(t, filepath.Join(dir, "tasks"))
+	}
+	return ReadIDs(t, filepath.Join(dir, "cgroup.threads"))
 }
 
 // Usage reads the cgroup's own CPU counter in nanoseconds: cpuacct.usage

@@ -1,9 +1,12 @@
 package kernels
 
 import (
+	"cmp"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"strings"
 	"testing"
@@ -20,6 +23,61 @@ var binaries = []binary{
 	{pkg: "taskiter"},
 	{pkg: "exitcapture"},
 	{pkg: "cmd/schedstatd", run: "^(TestDaemonMatchesKernel|TestDaemonEndpoints|TestSystemdHierarchy)$"},
+}
+
+// feature is a kernel-side feature and the tests that prove it on a
+// kernel: each must run and pass there (a skip is a failure), since every
+// kernel of the matrix is meant to support every feature. A kernel that
+// is not would list the tests that check its fallback instead.
+type feature struct {
+	name  string
+	tests map[string][]string // package -> tests
+}
+
+var features = []feature{
+	{"task iterator", map[string][]string{
+		"taskiter":  {"TestScenarioReal", "TestDifferentialReal", "TestTableTotalsReal"},
+		"container": {"TestRealPIDReuse", "TestRealThreadsMatchKernel"},
+	}},
+	{"exit capture", map[string][]string{
+		"exitcapture": {"TestRecordsMatchProc", "TestCoverageShortTasks", "TestNoDoubleCount"},
+	}},
+	{"daemon over pure v2", map[string][]string{
+		"cmd/schedstatd": {"TestDaemonMatchesKernel", "TestSystemdHierarchy"},
+	}},
+}
+
+// coverageLine is what TestCoverageShortTasks logs.
+var coverageLine = regexp.MustCompile(`with exit capture [0-9.]+s \(coverage ([0-9.]+)\); polling only [0-9.]+s \(coverage ([0-9.]+)\)`)
+
+// checkFeatures fails t for every feature test that did not pass on the
+// kernel, and logs the kernel's row of the feature table.
+func checkFeatures(t *testing.T, results map[string]map[string]result) {
+	var row []string
+	for _, f := range features {
+		ok := true
+		for pkg, tests := range f.tests {
+			for _, name := range tests {
+				r, ran := results[pkg][name]
+				if !ran || r.action != "pass" {
+					ok = false
+					t.Errorf("%s: %s %s did not pass (%s): this kernel is meant to support it", f.name, pkg, name, cmp.Or(r.action, "not run"))
+				}
+			}
+		}
+		state := "loads, exact"
+		if f.name == "daemon over pure v2" {
+			state = "matches cpu.stat"
+		}
+		if !ok {
+			state = "FAILS"
+		}
+		if m := coverageLine.FindStringSubmatch(results["exitcapture"]["TestCoverageShortTasks"].output); m != nil && f.name == "exit capture" {
+			state += fmt.Sprintf(" (coverage %s; polling only %s)", m[1], m[2])
+		}
+		row = append(row, f.name+": "+state)
+	}
+	t.Logf("features: %s", strings.Join(row, "; "))
 }
 
 // vmTimeout bounds one VM's run.
@@ -77,25 +135,34 @@ func TestKernels(t *testing.T) {
 			if len(sections) == 0 {
 				t.Fatalf("no results from the VM; console:\n%s", tail(console, 4000))
 			}
+			byPkg := map[string]map[string]result{}
 			for _, b := range binaries {
 				t.Run(strings.TrimSuffix(b.name(), ".test"), func(t *testing.T) {
 					s := sections[b.pkg]
 					if s == nil {
 						t.Fatalf("%s did not run; console:\n%s", b.pkg, tail(console, 4000))
 					}
-					report(t, b.pkg, s)
+					byPkg[b.pkg] = map[string]result{}
+					for _, r := range report(t, b.pkg, s) {
+						byPkg[b.pkg][r.name] = r
+					}
 				})
 			}
+			checkFeatures(t, byPkg)
 		})
 	}
 }
 
-// report turns one binary's run into subtests, one per top-level test.
-func report(t *testing.T, pkg string, s *section) {
+// report turns one binary's run into subtests, one per top-level test,
+// and returns the results.
+func report(t *testing.T, pkg string, s *section) []result {
 	rs := parse(t, pkg, s.out)
 	failed := false
 	for _, r := range rs {
 		t.Run(r.name, func(t *testing.T) {
+			for _, s := range r.skipped {
+				t.Logf("skipped in the VM: %s", s)
+			}
 			switch r.action {
 			case "pass":
 				if testing.Verbose() {
@@ -115,6 +182,7 @@ func report(t *testing.T, pkg string, s *section) {
 	if len(rs) == 0 {
 		t.Errorf("ran no test:\n%s", tail(string(s.out), 2000))
 	}
+	return rs
 }
 
 // tail returns the last n bytes of s.

@@ -231,6 +231,8 @@ type result struct {
 	name   string
 	action string // pass, fail or skip
 	output string
+	// skipped names the subtests that skipped, each with its reason.
+	skipped []string
 }
 
 // parse turns a binary's verbose output into its top-level tests' results,
@@ -245,6 +247,7 @@ func parse(t *testing.T, pkg string, out []byte) []result {
 	}
 	var order []string
 	byName := map[string]*result{}
+	own := map[string]string{} // each test's and subtest's own output
 	dec := json.NewDecoder(bytes.NewReader(js))
 	for dec.More() {
 		var e event
@@ -262,8 +265,12 @@ func parse(t *testing.T, pkg string, out []byte) []result {
 			order = append(order, top)
 		}
 		r.output += e.Output
+		own[e.Test] += e.Output
 		if e.Test == top && (e.Action == "pass" || e.Action == "fail" || e.Action == "skip") {
 			r.action = e.Action
+		}
+		if e.Test != top && e.Action == "skip" {
+			r.skipped = append(r.skipped, e.Test+": "+skipReason(own[e.Test]))
 		}
 	}
 	rs := make([]result, 0, len(order))
