@@ -54,7 +54,7 @@ func TestSystemdHierarchy(t *testing.T) {
 		testproc.StartIn(t, 2, filepath.Join(base, service)),
 		testproc.StartIn(t, 2, filepath.Join(base, scope)),
 	}
-	time.Sleep(time.Second)
+	time.Sleep(2 * time.Second) // see daemonMatchesKernel
 	for _, p := range procs {
 		p.Stop(t)
 	}
