@@ -47,6 +47,8 @@ mount -t bpf bpf /sys/fs/bpf
 mount -t debugfs debugfs /sys/kernel/debug
 mount -t tmpfs tmp /tmp
 ip link set lo up
+# Boot quietly, then let hung-task and lockup reports through with their stacks.
+echo 7 > /proc/sys/kernel/printk
 for c in $(cat /sys/fs/cgroup/cgroup.controllers); do echo +$c > /sys/fs/cgroup/cgroup.subtree_control; done
 out=/dev/ttyS1
 stty -F $out raw -echo 115200 2>/dev/null
@@ -57,7 +59,7 @@ echo "@@schedstatd-cgroup /sys/fs/cgroup magic 0x$(stat -f -c %t /sys/fs/cgroup)
 while read -r bin pkg run; do
 	echo "` + markBegin + `$pkg" > $out
 	cd /src/$pkg
-	/src/$bin -test.v -test.count=1 -test.timeout=15m ${run:+-test.run "$run"} > $out 2>&1
+	/src/$bin -test.v -test.count=1 -test.timeout=6m ${run:+-test.run "$run"} > $out 2>&1
 	echo "` + markEnd + `$pkg $?" > $out
 done < /binaries
 cd /
