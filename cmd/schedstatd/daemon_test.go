@@ -142,7 +142,10 @@ func startBinary(t *testing.T, bin string, wrapper []string, args ...string) *da
 			t.Logf("daemon log:\n%s", d.log())
 		}
 	})
-	deadline := time.Now().Add(20 * time.Second)
+	// A bound on a stuck start only: loading kernel BTF and two BPF
+	// programs takes well under a second natively, up to half a minute
+	// under software emulation on a busy host (the kernel matrix's VMs).
+	deadline := time.Now().Add(90 * time.Second)
 	for {
 		c, err := net.DialTimeout("tcp", d.addr, 100*time.Millisecond)
 		if err == nil {
