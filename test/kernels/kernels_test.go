@@ -167,9 +167,6 @@ func report(t *testing.T, pkg string, s *section) []result {
 			}
 			switch r.action {
 			case "pass":
-				if testing.Verbose() {
-					t.Log(strings.TrimRight(r.output, "\n"))
-				}
 			case "skip":
 				t.Skip(skipReason(r.output))
 			default:
