@@ -70,14 +70,14 @@ func exhaustFDs(t *testing.T, free int) (restore func()) {
 // partial passes are counted by reason, and the first complete pass after
 // them has every thread's time.
 func TestRealFDLimitIsNotRemoval(t *testing.T) {
-	cg := testcg.Make(t, "cpuacct")
+	cg := testcg.Make(t, testcg.Default())
 	sub := filepath.Join(cg, "sub")
 	if err := os.Mkdir(sub, 0o755); err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { testcg.Remove(t, cg, sub) })
 	p := testproc.StartIn(t, 2, sub)
-	table := realTable(t, "cpuacct")
+	table := realTable(t, testcg.Default())
 	rel, relSub := "/"+filepath.Base(cg), "/"+filepath.Base(cg)+"/sub"
 	// The window's ends are read with the threads stopped, so the table
 	// and the CPU counter see the same time however loaded the machine.
@@ -136,14 +136,14 @@ func TestRealFDLimitIsNotRemoval(t *testing.T) {
 // the same name between two passes, and a CPU counter reset by a write,
 // leave every series of the path where it was, growing from there.
 func TestRealRecreatedCgroupNeverFalls(t *testing.T) {
-	cg := testcg.Make(t, "cpuacct")
+	cg := testcg.Make(t, testcg.Default())
 	sub := filepath.Join(cg, "sub")
 	if err := os.Mkdir(sub, 0o755); err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { testcg.Remove(t, cg, sub) })
 	p := testproc.StartIn(t, 1, sub)
-	table := realTable(t, "cpuacct")
+	table := realTable(t, testcg.Default())
 	relSub := "/" + filepath.Base(cg) + "/sub"
 	time.Sleep(100 * time.Millisecond)
 	if err := table.Pass(); err != nil {
@@ -174,6 +174,10 @@ func TestRealRecreatedCgroupNeverFalls(t *testing.T) {
 		before.Stat.RunNanoseconds, before.UsageNanoseconds, after.Stat.RunNanoseconds, after.UsageNanoseconds, testcg.Usage(t, sub))
 	if after.Stat.RunNanoseconds < before.Stat.RunNanoseconds || after.UsageNanoseconds < before.UsageNanoseconds || after.Stat.Timeslices < before.Stat.Timeslices {
 		t.Errorf("made again, %s fell: %+v usage %d -> %+v usage %d", relSub, before.Stat, before.UsageNanoseconds, after.Stat, after.UsageNanoseconds)
+	}
+	if testcg.PureV2() {
+		t.Log("pure cgroup v2 machine: cpu.stat takes no write, so the counter-reset half of this test (v1 cpuacct.usage) is not run")
+		return
 	}
 	if err := os.WriteFile(filepath.Join(sub, "cpuacct.usage"), []byte("0"), 0); err != nil {
 		t.Fatal(err)

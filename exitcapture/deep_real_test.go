@@ -63,7 +63,7 @@ func deepChain(t *testing.T, dir string, n int) (int, string) {
 func TestCoverageDeepCgroup(t *testing.T) {
 	top := testcg.Make(t, walked)
 	deep, rel := deepChain(t, top, 60)
-	rel = top[len(testcg.Root)+len("/"+walked):] + rel
+	rel = strings.TrimPrefix(top, testcg.Dir(walked)) + rel
 	if len(rel) <= unix.PathMax {
 		t.Fatalf("path of %d bytes is not beyond PATH_MAX", len(rel))
 	}

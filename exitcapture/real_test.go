@@ -23,8 +23,8 @@ import (
 var unifiedRoot = testcg.Dir(testcg.Unified)
 
 // walked is the hierarchy the daemon walks on this machine by default: v1
-// cpuacct on a hybrid node.
-const walked = "cpuacct"
+// cpuacct on a hybrid node, the unified one on a pure v2 node.
+var walked = testcg.Default()
 
 // hierarchy opens the hierarchy called name under the test machine's
 // cgroup root.
@@ -112,6 +112,7 @@ func TestRecordsMatchProc(t *testing.T) {
 		{"v1 cpuacct", "cpuacct", Options{}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
+			testcg.Require(t, tc.hierarchy)
 			tc.opts.Hierarchy = hierarchy(t, tc.hierarchy)
 			s := openSource(t, tc.opts)
 			parent := testcg.Make(t, tc.hierarchy)

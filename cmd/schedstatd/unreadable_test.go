@@ -24,7 +24,7 @@ import (
 // window matches its CPU counter.
 func TestUnreadableParentKeepsChild(t *testing.T) {
 	e2e.RequireRoot(t)
-	cg := testcg.Make(t, "cpuacct")
+	cg := testcg.Make(t, testcg.Default())
 	sub := filepath.Join(cg, "sub")
 	if err := os.Mkdir(sub, 0o755); err != nil {
 		t.Fatal(err)
