@@ -2,6 +2,7 @@ package exitcapture
 
 import (
 	"bytes"
+	"errors"
 	"strconv"
 	"strings"
 	"testing"
@@ -104,19 +105,35 @@ func TestCoverageDeepCgroup(t *testing.T) {
 // open as dirfd.
 func deepUsage(t *testing.T, dirfd int) uint64 {
 	t.Helper()
-	fd, err := unix.Openat(dirfd, "cpuacct.usage", unix.O_RDONLY|unix.O_CLOEXEC, 0)
+	read := func(name string) ([]byte, error) {
+		fd, err := unix.Openat(dirfd, name, unix.O_RDONLY|unix.O_CLOEXEC, 0)
+		if err != nil {
+			return nil, err
+		}
+		defer unix.Close(fd)
+		b := make([]byte, 4096)
+		n, err := unix.Read(fd, b)
+		return b[:max(n, 0)], err
+	}
+	b, err := read("cpuacct.usage")
+	scale := uint64(1)
+	if errors.Is(err, unix.ENOENT) { // cgroup2: cpu.stat's usage_usec
+		var stat []byte
+		if stat, err = read("cpu.stat"); err == nil {
+			b, scale = nil, 1000
+			for _, line := range bytes.Split(stat, []byte("\n")) {
+				if v, ok := bytes.CutPrefix(line, []byte("usage_usec ")); ok {
+					b = v
+				}
+			}
+		}
+	}
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer unix.Close(fd)
-	b := make([]byte, 64)
-	n, err := unix.Read(fd, b)
+	v, err := strconv.ParseUint(string(bytes.TrimSpace(b)), 10, 64)
 	if err != nil {
 		t.Fatal(err)
 	}
-	v, err := strconv.ParseUint(string(bytes.TrimSpace(b[:n])), 10, 64)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return v
+	return v * scale
 }

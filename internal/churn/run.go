@@ -10,6 +10,9 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/schedstatd/schedstatd/internal/testproc"
+	"golang.org/x/sys/unix"
 )
 
 // Proc is a running helper.
@@ -22,17 +25,26 @@ type Proc struct {
 
 // Start starts a helper in mode (see the modes of Main: "threads 1500 4ms
 // 4", "procs 200 10ms 2", "spin 10ms") inside every cgroup in dirs from
-// its first instruction: a shell moves itself into each and then executes
-// the helper, so each cgroup's own CPU counter sees all of the helper's
-// time. The helper and everything it started are killed when the test
+// its first instruction, so each cgroup's own CPU counter sees all of the
+// helper's time: a single cgroup2 cgroup takes it at clone; otherwise a
+// shell moves itself into each and then executes the helper. The helper and everything it started are killed when the test
 // ends.
 func Start(t testing.TB, mode string, dirs ...string) *Proc {
 	t.Helper()
 	script := `for d in "$@"; do echo $$ > "$d/cgroup.procs" || exit 3; done; exec "$0" -test.run='^$'`
 	cmd := exec.Command("/bin/sh", append([]string{"-c", script, os.Args[0]}, dirs...)...)
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	// One cgroup2 cgroup takes the helper at clone, without a shell whose
+	// start-up the cgroup's counter would miss.
+	if len(dirs) == 1 {
+		if fd, ok := testproc.Cgroup2FD(t, dirs[0]); ok {
+			defer unix.Close(fd)
+			cmd = exec.Command(os.Args[0], "-test.run=^$")
+			cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, UseCgroupFD: true, CgroupFD: fd}
+		}
+	}
 	cmd.Env = append(os.Environ(), envMode+"="+mode, noRaceSleep)
 	cmd.Stderr = os.Stderr
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	p := &Proc{mode: mode, cmd: cmd, done: make(chan error, 1)}
 	cmd.Stdout = &p.out
 	if err := cmd.Start(); err != nil {

@@ -114,13 +114,35 @@ func Start(t testing.TB, threads int, attr *syscall.SysProcAttr) *Proc {
 }
 
 // StartIn is Start with the helper in the cgroup at dir from its first
-// instruction: a shell moves itself there and then executes the helper, so
-// the cgroup's own CPU counter sees all of the helper's time.
+// instruction, so the cgroup's own CPU counter sees all of the helper's
+// time: a cgroup2 cgroup takes it at clone (CLONE_INTO_CGROUP, Linux 5.7+);
+// into a v1 one a shell moves itself and then executes the helper, and the
+// shell's start-up before the move is in the helper's counters but not in
+// the cgroup's.
 func StartIn(t testing.TB, threads int, dir string) *Proc {
 	t.Helper()
+	if fd, ok := Cgroup2FD(t, dir); ok {
+		defer unix.Close(fd)
+		return start(t, exec.Command(os.Args[0], "-test.run=^$"), envMode, threads, &syscall.SysProcAttr{UseCgroupFD: true, CgroupFD: fd})
+	}
 	cmd := exec.Command("/bin/sh", "-c", `echo $$ > "$SCHEDSTATD_TESTPROC_CGROUP/cgroup.procs" && exec "$0" -test.run='^$'`, os.Args[0])
 	cmd.Env = append(os.Environ(), "SCHEDSTATD_TESTPROC_CGROUP="+dir)
 	return start(t, cmd, envMode, threads, nil)
+}
+
+// Cgroup2FD opens dir for CLONE_INTO_CGROUP when it is a cgroup2 cgroup,
+// and says whether it is; the caller closes the fd once the child runs.
+func Cgroup2FD(t testing.TB, dir string) (int, bool) {
+	t.Helper()
+	var st unix.Statfs_t
+	if err := unix.Statfs(dir, &st); err != nil || st.Type != unix.CGROUP2_SUPER_MAGIC {
+		return -1, false
+	}
+	fd, err := unix.Open(dir, unix.O_PATH|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return fd, true
 }
 
 // start runs cmd as the helper that env names, with the given number of
