@@ -97,8 +97,12 @@ func TestRealThreadsMatchKernel(t *testing.T) {
 		// What a per-process reader shows: the main thread only.
 		main := kernelStat(t, p.PID, int32(p.PID))
 		t.Logf("all %d threads: %d ns; /proc/%d/schedstat alone: %d ns", nthreads, got.Stat.RunNanoseconds, p.PID, main.RunNanoseconds)
-		if main.RunNanoseconds*4 > got.Stat.RunNanoseconds {
-			t.Errorf("main thread %d ns is more than a quarter of %d ns: the workers did not spin", main.RunNanoseconds, got.Stat.RunNanoseconds)
+		// Natively the main thread has well under a quarter; under
+		// software emulation on a loaded host (the kernel matrix's VMs),
+		// where a guest thread is charged while its virtual CPU waits for
+		// the host, up to a third. Half is the bound on both.
+		if main.RunNanoseconds*2 > got.Stat.RunNanoseconds {
+			t.Errorf("main thread %d ns is more than half of %d ns: the workers did not spin", main.RunNanoseconds, got.Stat.RunNanoseconds)
 		}
 	})
 }
