@@ -7,6 +7,8 @@ import (
 	"debug/elf"
 	"encoding/json"
 	"fmt"
+	"io"
+	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -157,6 +159,7 @@ func boot(t *testing.T, dir, kernel, initrd string, timeout time.Duration) (resu
 	ctx, cancel := context.WithTimeout(context.Background(), timeout)
 	defer cancel()
 	resultsPath := filepath.Join(dir, "results.log")
+	monitorPath := filepath.Join(dir, "monitor.sock")
 	consolePath := filepath.Join(dir, "console.log")
 	cf, err := os.Create(consolePath)
 	if err != nil {
@@ -168,12 +171,19 @@ func boot(t *testing.T, dir, kernel, initrd string, timeout time.Duration) (resu
 		"-accel", "tcg", "-cpu", "max", "-smp", "2", "-m", "2G", "-nographic",
 		"-no-reboot", "-nodefaults", "-no-user-config",
 		"-serial", "stdio", "-serial", "file:"+resultsPath,
+		"-monitor", "unix:"+monitorPath+",server,nowait",
 		"-kernel", kernel, "-initrd", initrd,
 		"-append", "console=ttyS0 quiet loglevel=4 panic=-1 rdinit=/init "+
 			"cgroup_no_v1=all systemd.unified_cgroup_hierarchy=1",
 	)
 	cmd.Stdout, cmd.Stderr = cf, cf
 	cmd.WaitDelay = 5 * time.Second
+	// On a timeout, the virtual CPUs' registers go to the log before qemu
+	// is killed: where a frozen guest spins.
+	cmd.Cancel = func() error {
+		t.Logf("the VM's CPUs when it timed out:\n%s", monitor(monitorPath, "info registers -a"))
+		return cmd.Process.Kill()
+	}
 	start := time.Now()
 	err = cmd.Run()
 	b, _ := os.ReadFile(consolePath)
@@ -186,6 +196,27 @@ func boot(t *testing.T, dir, kernel, initrd string, timeout time.Duration) (resu
 	t.Logf("VM ran %.1fs", time.Since(start).Seconds())
 	results, _ = os.ReadFile(resultsPath)
 	return results, console
+}
+
+// monitor sends command to qemu's monitor at path and returns what it
+// answers within two seconds, the CPU and instruction pointer lines of
+// "info registers" only.
+func monitor(path, command string) string {
+	c, err := net.DialTimeout("unix", path, time.Second)
+	if err != nil {
+		return err.Error()
+	}
+	defer c.Close()
+	c.SetDeadline(time.Now().Add(2 * time.Second))
+	fmt.Fprintf(c, "%s\n", command)
+	b, _ := io.ReadAll(c)
+	var out []string
+	for _, line := range strings.Split(string(b), "\n") {
+		if strings.Contains(line, "IP=") || strings.HasPrefix(line, "CPU#") {
+			out = append(out, strings.TrimSpace(line))
+		}
+	}
+	return strings.Join(out, "\n")
 }
 
 // section is one binary's output on the results port.
