@@ -13,6 +13,7 @@ import (
 	"os"
 	"os/exec"
 	"runtime"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -228,7 +229,8 @@ func (p *Proc) Stop(t testing.TB) {
 	t.Helper()
 	p.Signal(t, syscall.SIGSTOP)
 	deadline := time.Now().Add(10 * time.Second)
-	for _, tid := range p.Threads(t) {
+	tids := p.Threads(t)
+	for _, tid := range tids {
 		for State(p.PID, tid) != 'T' {
 			if time.Now().After(deadline) {
 				t.Fatalf("thread %d of %d did not stop", tid, p.PID)
@@ -236,6 +238,31 @@ func (p *Proc) Stop(t testing.TB) {
 			time.Sleep(time.Millisecond)
 		}
 	}
+	// A thread shows T before its last switch away, which adds its last
+	// stretch of run time: under software emulation milliseconds later.
+	// It is off its CPU once its run time holds still across ticks.
+	for prev := p.runTimes(tids); ; {
+		time.Sleep(10 * time.Millisecond)
+		now := p.runTimes(tids)
+		if slices.Equal(prev, now) {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("threads of %d stopped but still ran", p.PID)
+		}
+		prev = now
+	}
+}
+
+// runTimes returns the run time field of each of tids' schedstat, "" for
+// one that cannot be read.
+func (p *Proc) runTimes(tids []int32) []string {
+	out := make([]string, len(tids))
+	for i, tid := range tids {
+		b, _ := os.ReadFile(fmt.Sprintf("/proc/%d/task/%d/schedstat", p.PID, tid))
+		out[i], _, _ = strings.Cut(string(b), " ")
+	}
+	return out
 }
 
 // Threads returns the ids of all the process's threads now.
