@@ -15,7 +15,7 @@ import (
 // kubelet's cAdvisor endpoint serves (collector/testdata, with its
 // source), whatever the labels.
 func TestNoNameKubeletServes(t *testing.T) {
-	testcg.Make(t, "cpuacct") // needs root like the daemon
+	testcg.Make(t, testcg.Default()) // needs root like the daemon
 	b, err := os.ReadFile("../../collector/testdata/kubelet-cadvisor-metrics.txt")
 	if err != nil {
 		t.Fatal(err)

@@ -1,6 +1,8 @@
 package main
 
 import (
+	"crypto/rand"
+	"encoding/hex"
 	"math"
 	"net/http"
 	"os"
@@ -10,6 +12,7 @@ import (
 	"time"
 
 	"github.com/schedstatd/schedstatd/cgroupfs"
+	"github.com/schedstatd/schedstatd/internal/containerdtest"
 	"github.com/schedstatd/schedstatd/internal/testcg"
 	"github.com/schedstatd/schedstatd/internal/testproc"
 )
@@ -30,7 +33,7 @@ func TestSystemdHierarchy(t *testing.T) {
 	if testcg.PureV2() && !exists(filepath.Join(testcg.Root, "system.slice")) && !exists(filepath.Join(testcg.Root, "kubepods.slice")) {
 		base = testcg.Root
 	}
-	uid := randomUID(t)
+	uid := containerdtest.NewUID(t)
 	cid := randomHex(t, 32)
 	service := "system.slice/schedstatd-test.service"
 	pod := "kubepods.slice/kubepods-burstable.slice/kubepods-burstable-pod" + strings.ReplaceAll(uid, "-", "_") + ".slice"
@@ -101,4 +104,14 @@ func ident(root, dir string) string { return "/" + strings.TrimPrefix(dir, root+
 func exists(path string) bool {
 	_, err := os.Stat(path)
 	return err == nil
+}
+
+// randomHex returns n random bytes in hex, as a container id is made.
+func randomHex(t *testing.T, n int) string {
+	t.Helper()
+	b := make([]byte, n)
+	if _, err := rand.Read(b); err != nil {
+		t.Fatal(err)
+	}
+	return hex.EncodeToString(b)
 }

@@ -205,7 +205,7 @@ func TestThrottledWaitSplit(t *testing.T) {
 			t.Skipf("not a hybrid node: no %s hierarchy (%v)", h, err)
 		}
 	}
-	testcg.Make(t, "cpuacct") // needs root like the daemon
+	testcg.Make(t, testcg.Default()) // needs root like the daemon
 	base := "schedstatd-throttle-" + strconv.Itoa(os.Getpid())
 	spinner := throttledCgroups(t, base, 20000)
 	neighbours := throttledCgroups(t, base+"-neighbours", 0)
