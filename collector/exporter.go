@@ -139,7 +139,8 @@ func (e *Exporter) collectCgroup(ch chan<- prometheus.Metric, c *container.Cgrou
 	if e.labeler != nil {
 		k = e.labeler.Labels(id)
 	}
-	lv := []string{c.Path, id.Name, k.Container, k.Pod, k.Namespace, k.Image}
+	// A cgroup name is any bytes; a label value must be UTF-8.
+	lv := []string{cgroupfs.LabelValue(c.Path), cgroupfs.LabelValue(id.Name), k.Container, k.Pod, k.Namespace, k.Image}
 	ch <- prometheus.MustNewConstMetric(runDesc, prometheus.CounterValue, seconds(c.Stat.RunNanoseconds), lv...)
 	ch <- prometheus.MustNewConstMetric(waitDesc, prometheus.CounterValue, seconds(c.Stat.WaitNanoseconds), lv...)
 	ch <- prometheus.MustNewConstMetric(periodsDesc, prometheus.CounterValue, float64(c.Stat.Timeslices), lv...)

@@ -27,6 +27,11 @@ const (
 	ctrID    = "4f1d5c2a9b8e7d6c5b4a39281706f5e4d3c2b1a09f8e7d6c5b4a392817065f4e"
 	dockerID = "a1b2c3d4e5f60718293a4b5c6d7e8f90a1b2c3d4e5f60718293a4b5c6d7e8f90"
 	podSlice = "/kubepods.slice/kubepods-burstable.slice/kubepods-burstable-pod1b2c3d4e_5f60_7182_93a4_b5c6d7e8f901.slice"
+	// badUTF8 and controls are names any owner of a delegated subtree can
+	// make: a byte that is not UTF-8, and a tab, a CR, an escape
+	// sequence and a backslash.
+	badUTF8  = "/user.slice/bad\xffutf8\xc3"
+	controls = "/user.slice/tab\there\r\x1b[31mred\\x2d"
 )
 
 // goldenMetrics are the series the golden file pins; the rest (times,
@@ -59,12 +64,13 @@ func fixtureExporter(t *testing.T) (*Exporter, *prometheus.Registry) {
 	t.Helper()
 	tree := synth.NewTree("/", "/kubepods.slice", "/kubepods.slice/kubepods-burstable.slice", podSlice,
 		podSlice+"/cri-containerd-"+ctrID+".scope", "/system.slice", "/system.slice/kubelet.service",
-		"/system.slice/docker-"+dockerID+".scope", "/user.slice")
+		"/system.slice/docker-"+dockerID+".scope", "/user.slice", badUTF8, controls)
 	tree.Set("/", 106)
 	tree.Set(podSlice+"/cri-containerd-"+ctrID+".scope", 101, 102)
 	tree.Set("/system.slice/kubelet.service", 103)
 	tree.Set("/system.slice/docker-"+dockerID+".scope", 104, 107)
-	tree.Set("/user.slice", 105, 108)
+	tree.Set("/user.slice", 108)
+	tree.Set(badUTF8, 105)
 	tree.Cgroups[0].UsageNanoseconds, tree.Cgroups[0].HasUsage = 40_000_000_000, true
 	tree.Cgroups[4].UsageNanoseconds, tree.Cgroups[4].HasUsage = 4_600_000_000, true
 	// The container has a quota (v2 cpu.max with burst) and pressure; the
@@ -146,6 +152,10 @@ func (podLabeler) Labels(id cgroupfs.Identity) ContainerLabels {
 	return ContainerLabels{}
 }
 
+// ctrlText is the name of the cgroup controls as the text format writes
+// its label value: the backslash doubled by LabelValue, then by the format.
+const ctrlText = "tab\there\r\x1b[31mred\\\\\\\\x2d"
+
 func TestLabelerFillsKubernetesLabels(t *testing.T) {
 	e, _ := fixtureExporter(t)
 	e.labeler = podLabeler{}
@@ -161,6 +171,8 @@ container_schedstat_tasks{container="",id="/system.slice",image="",name="system.
 container_schedstat_tasks{container="",id="/system.slice/docker-` + dockerID + `.scope",image="",name="` + dockerID + `",namespace="",pod=""} 1
 container_schedstat_tasks{container="",id="/system.slice/kubelet.service",image="",name="kubelet.service",namespace="",pod=""} 1
 container_schedstat_tasks{container="",id="/user.slice",image="",name="user.slice",namespace="",pod=""} 1
+container_schedstat_tasks{container="",id="/user.slice/bad\\xffutf8\\xc3",image="",name="bad\\xffutf8\\xc3",namespace="",pod=""} 1
+container_schedstat_tasks{container="",id="/user.slice/` + ctrlText + `",image="",name="` + ctrlText + `",namespace="",pod=""} 0
 `
 	if err := testutil.CollectAndCompare(e, strings.NewReader(want), "container_schedstat_tasks"); err != nil {
 		t.Error(err)

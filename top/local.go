@@ -41,9 +41,11 @@ func fromSnapshot(dir string, snap *container.Snapshot) (*Sample, error) {
 	s := &Sample{Time: snap.Time, Series: make(map[string]Series, len(snap.Cgroups))}
 	tasks := 0
 	for _, c := range snap.Cgroups {
-		s.Series[c.Path] = Series{
-			ID:               c.Path,
-			Name:             cgroupfs.ParseIdentity(c.Path).Name,
+		// The same values as the daemon's id and name labels.
+		id := cgroupfs.LabelValue(c.Path)
+		s.Series[id] = Series{
+			ID:               id,
+			Name:             cgroupfs.LabelValue(cgroupfs.ParseIdentity(c.Path).Name),
 			RunSeconds:       float64(c.Stat.RunNanoseconds) / nsPerSecond,
 			WaitSeconds:      float64(c.Stat.WaitNanoseconds) / nsPerSecond,
 			Timeslices:       float64(c.Stat.Timeslices),
