@@ -72,21 +72,32 @@ func labelTitle(v View) string {
 	return "CGROUP"
 }
 
+// maxUnfittedLabel is the widest the first column gets when the width is
+// not known (output to a pipe or a file): one long name does not pad
+// every row. --output=json has every name whole.
+const maxUnfittedLabel = 60
+
 // Table returns the column header and one line per row, fitted to width
-// columns: the first column is as wide as the longest label, or cut to
-// what is left (keeping its end, the distinctive part of a path); below
-// 61 columns the timeslice, ratio and tasks columns go, in that order. No
-// line is longer than width. A width of 0 or less fits every label whole.
+// terminal cells: the first column is as wide as the longest label, or
+// cut to what is left (keeping its end, the distinctive part of a path,
+// behind "..."); below 61 cells the timeslice, ratio and tasks columns go,
+// in that order. No line is wider than width. A width of 0 or less is
+// unknown: the first column is then at most maxUnfittedLabel wide. Labels
+// are shown as Printable makes them.
 func (s *Screen) Table(width int) []string {
-	labelW := utf8.RuneCountInString(labelTitle(s.View)) + 1
-	for _, r := range s.Rows {
-		labelW = max(labelW, utf8.RuneCountInString(r.Label))
+	labels := make([]string, len(s.Rows))
+	labelW := cells(labelTitle(s.View)) + 1
+	for i, r := range s.Rows {
+		labels[i] = Printable(r.Label)
+		labelW = max(labelW, cells(labels[i]))
 	}
 	cols := columns
 	if width > 0 {
 		var room int
 		cols, room = fit(width)
 		labelW = min(labelW, room)
+	} else {
+		labelW = min(labelW, maxUnfittedLabel)
 	}
 	lines := make([]string, 0, len(s.Rows)+1)
 	var b strings.Builder
@@ -103,9 +114,9 @@ func (s *Screen) Table(width int) []string {
 		fmt.Fprintf(&b, " %*s", c.width, t)
 	}
 	lines = append(lines, cut(b.String(), width))
-	for _, r := range s.Rows {
+	for i, r := range s.Rows {
 		b.Reset()
-		b.WriteString(pad(ellipsis(r.Label, labelW), labelW))
+		b.WriteString(pad(ellipsis(labels[i], labelW), labelW))
 		for _, c := range cols {
 			fmt.Fprintf(&b, " %*s", c.width, c.cell(r))
 		}
@@ -229,30 +240,50 @@ func ratio(v float64) string {
 	return strconv.FormatFloat(v, 'f', 2, 64)
 }
 
-// pad pads s with spaces to w runes.
+// pad pads s with spaces to w terminal cells.
 func pad(s string, w int) string {
-	if n := utf8.RuneCountInString(s); n < w {
+	if n := cells(s); n < w {
 		return s + strings.Repeat(" ", w-n)
 	}
 	return s
 }
 
-// ellipsis shortens s to w runes, keeping its end behind "...".
+// ellipsis shortens s to at most w cells, keeping its end behind "...".
 func ellipsis(s string, w int) string {
-	n := utf8.RuneCountInString(s)
-	if n <= w {
+	if cells(s) <= w {
 		return s
 	}
 	if w <= 3 {
-		return string([]rune(s)[n-w:])
+		return tail(s, w)
 	}
-	return "..." + string([]rune(s)[n-(w-3):])
+	return "..." + tail(s, w-3)
 }
 
-// cut cuts s to w runes; w of 0 or less keeps it whole.
+// tail returns the longest end of s that fits in w cells.
+func tail(s string, w int) string {
+	used, i := 0, len(s)
+	for i > 0 {
+		r, n := utf8.DecodeLastRuneInString(s[:i])
+		if used+runeCells(r) > w {
+			break
+		}
+		used += runeCells(r)
+		i -= n
+	}
+	return s[i:]
+}
+
+// cut cuts s to at most w cells; w of 0 or less keeps it whole.
 func cut(s string, w int) string {
-	if w <= 0 || utf8.RuneCountInString(s) <= w {
+	if w <= 0 || cells(s) <= w {
 		return s
 	}
-	return string([]rune(s)[:w])
+	used := 0
+	for i, r := range s {
+		if used+runeCells(r) > w {
+			return s[:i]
+		}
+		used += runeCells(r)
+	}
+	return s
 }

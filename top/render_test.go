@@ -84,14 +84,91 @@ func TestTableFitsEveryWidth(t *testing.T) {
 	}
 }
 
-func TestTableWithoutWidthKeepsLabels(t *testing.T) {
-	s := screen(Row{Label: longPath, IDs: []string{longPath}, Known: true, Run: 1, Wait: 2, Tasks: 3})
+// TestTableWithoutWidthCapsLabels: without a terminal (--once to a pipe)
+// one long name neither pads every row to its width nor is lost whole.
+func TestTableWithoutWidthCapsLabels(t *testing.T) {
+	long := "/" + strings.Repeat("x", 299)
+	s := screen(Row{Label: long, IDs: []string{long}, Known: true, Run: 1, Wait: 2, Tasks: 3},
+		Row{Label: "/a", IDs: []string{"/a"}, Known: true, Run: 1, Wait: 2, Tasks: 3})
 	lines := s.Table(0)
-	if !strings.HasPrefix(lines[1], longPath+" ") {
-		t.Errorf("Table(0) row: %q", lines[1])
+	if !strings.HasPrefix(lines[1], "...xxx") || !strings.HasPrefix(lines[2], "/a ") {
+		t.Errorf("Table(0) rows:\n%s", strings.Join(lines, "\n"))
 	}
-	if len(lines[0]) != len(lines[1]) {
-		t.Errorf("columns do not line up:\n%s\n%s", lines[0], lines[1])
+	for _, l := range lines {
+		if n := cells(l); n > maxUnfittedLabel+45 {
+			t.Errorf("a line of %d cells: %q", n, l)
+		}
+		if cells(l) != cells(lines[0]) {
+			t.Errorf("columns do not line up:\n%s\n%s", lines[0], l)
+		}
+	}
+	// A short label is not padded beyond its own width.
+	if lines := screen(Row{Label: "/a", IDs: []string{"/a"}}).Table(0); !strings.HasPrefix(lines[1], "/a       ") || strings.HasPrefix(lines[1], "/a"+strings.Repeat(" ", 20)) {
+		t.Errorf("short row: %q", lines[1])
+	}
+}
+
+func TestPrintable(t *testing.T) {
+	for _, tc := range []struct{ in, want string }{
+		{"/plain/path", "/plain/path"},
+		{"/tab\there", `/tab\there`},
+		{"/cr\rhidden", `/cr\rhidden`},
+		{"/esc\x1b[31mred\x1b[0m", `/esc\x1b[31mred\x1b[0m`},
+		{"/del\x7f", `/del\x7f`},
+		{"/c1\u0085", `/c1\u0085`},
+		{"/bidi\u202eevil", `/bidi\u202eevil`},
+		{`/bad\xffutf8`, `/bad\xffutf8`}, // LabelValue's escape is text already
+		{"/日本語", "/日本語"},
+	} {
+		if got := Printable(tc.in); got != tc.want {
+			t.Errorf("Printable(%q) = %q, want %q", tc.in, got, tc.want)
+		}
+	}
+}
+
+func TestCells(t *testing.T) {
+	for _, tc := range []struct {
+		s    string
+		want int
+	}{
+		{"abc", 3}, {"日本語", 6}, {"ｱ", 1}, {"Ａ", 2}, {"e\u0301", 1}, {"😀", 2}, {"ünï", 3},
+	} {
+		if got := cells(tc.s); got != tc.want {
+			t.Errorf("cells(%q) = %d, want %d", tc.s, got, tc.want)
+		}
+	}
+}
+
+// TestTableWideAndControlLabels: rows line up in cells whatever the
+// characters, and no control byte is left in a line.
+func TestTableWideAndControlLabels(t *testing.T) {
+	s := screen(
+		Row{Label: "/日本語のコンテナ", IDs: []string{"/a"}, Known: true, Run: 1, Wait: 2, Tasks: 3},
+		Row{Label: "/tab\there\r\x1b[31mred", IDs: []string{"/b"}, Known: true, Run: 1, Wait: 1, Tasks: 1},
+		Row{Label: "/plain", IDs: []string{"/c"}, Known: true, Run: 1, Wait: 0.5, Tasks: 1},
+	)
+	for _, width := range []int{0, 30, 40, 61, 80} {
+		lines := s.Table(width)
+		for _, l := range lines {
+			if strings.IndexFunc(l, notPrintable) >= 0 {
+				t.Errorf("width %d: control character in %q", width, l)
+			}
+			if width > 0 && cells(l) > width {
+				t.Errorf("width %d: line of %d cells: %q", width, cells(l), l)
+			}
+			// Every line ends in the TASKS column, so all are as wide.
+			if cells(l) != cells(lines[0]) {
+				t.Errorf("width %d: %q is %d cells, the header %d", width, l, cells(l), cells(lines[0]))
+			}
+		}
+	}
+	if row := s.Table(80)[2]; !strings.HasPrefix(row, `/tab\there\r\x1b[31mred `) {
+		t.Errorf("row: %q", row)
+	}
+	// Cut to fewer cells than the label: the end stays behind "...", and a
+	// wide character that does not fit whole is left out.
+	if got := ellipsis("/日本語のコンテナ", 8); got != "...テナ" || cells(got) > 8 {
+		t.Errorf("ellipsis of a wide label = %q (%d cells)", got, cells(got))
 	}
 }
 
@@ -178,6 +255,8 @@ func TestEllipsis(t *testing.T) {
 		{"/a/b/c/d/e/f", 8, "...d/e/f"},
 		{"/a/b/c", 3, "b/c"},
 		{"/ünï/cödé", 6, "...ödé"},
+		{"/日本語", 6, "...語"},
+		{"/日本語", 5, "...語"},
 	} {
 		if got := ellipsis(tc.s, tc.w); got != tc.want {
 			t.Errorf("ellipsis(%q, %d) = %q, want %q", tc.s, tc.w, got, tc.want)
