@@ -58,7 +58,7 @@ func TestHugeHeaderIsRefused(t *testing.T) {
 
 func TestConcurrentScrapesServedOrRefused(t *testing.T) {
 	e2e.RequireRoot(t)
-	d := startDaemon(t, "--web.max-requests=5", "--collect.interval=50ms")
+	d := startDaemon(t, "--web.max-requests=5", "--collect.interval=100ms")
 	const scrapes = 40
 	var wg sync.WaitGroup
 	var mu sync.Mutex
@@ -87,13 +87,13 @@ func TestConcurrentScrapesServedOrRefused(t *testing.T) {
 	}
 }
 
-// TestSIGTERMDuringPasses stops a daemon that runs passes back to back
+// TestSIGTERMDuringPasses stops a daemon whose scrapes run passes back to back
 // while scrapes come in, so the signal lands in the middle of one: it
 // must finish cleanly.
 func TestSIGTERMDuringPasses(t *testing.T) {
 	e2e.RequireRoot(t)
 	for i := range 3 {
-		d := startDaemon(t, "--collect.interval=1ms")
+		d := startDaemon(t, "--collect.interval=100ms")
 		stop := make(chan struct{})
 		var wg sync.WaitGroup
 		wg.Go(func() {

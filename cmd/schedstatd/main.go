@@ -21,6 +21,7 @@ import (
 	"github.com/prometheus/common/version"
 	"github.com/prometheus/exporter-toolkit/web"
 	"github.com/prometheus/exporter-toolkit/web/kingpinflag"
+	"github.com/schedstatd/schedstatd/cgroupfs"
 	"github.com/schedstatd/schedstatd/collector"
 	"github.com/schedstatd/schedstatd/container"
 	"github.com/schedstatd/schedstatd/cri"
@@ -60,13 +61,24 @@ func main() {
 // run is main, returning the exit code, so tests can drive it.
 func run(args []string) int {
 	app := kingpin.New("schedstatd", "Per-cgroup CPU scheduler statistics (run time, runqueue wait, timeslices) as Prometheus metrics.")
-	cfg := parseFlags(app)
+	// Help and the version go to stdout, as node_exporter's do; errors to
+	// stderr.
+	app.UsageWriter(os.Stdout)
+	app.UsageTemplate(usageTemplate)
+	cfg := addCommonFlags(app)
 	serveCmd := app.Command("serve", "Run the daemon: collect and serve metrics (the default command).").Default()
+	addServeFlags(serveCmd, cfg)
 	topCmd := addTopCommand(app)
 	command, err := app.Parse(args)
+	if err == nil && command == serveCmd.FullCommand() {
+		err = cfg.check()
+	}
 	if err != nil {
 		fmt.Fprintf(os.Stderr, "schedstatd: %v\n", err)
 		return 2
+	}
+	if cfg.hierarchy == autoHierarchy {
+		cfg.hierarchy = ""
 	}
 	logger := promslog.New(&cfg.log)
 	switch command {
@@ -82,24 +94,46 @@ func run(args []string) int {
 	return 0
 }
 
-func parseFlags(app *kingpin.Application) *config {
+// autoHierarchy is the --cgroup.hierarchy that lets Open choose.
+const autoHierarchy = "auto"
+
+// hierarchies are the values --cgroup.hierarchy takes: the ones that hold
+// every task and a CPU counter (cpu has cpuacct's beside it).
+var hierarchies = []string{autoHierarchy, cgroupfs.Unified, "cpuacct", "cpu", "systemd"}
+
+// addCommonFlags adds the flags of both the daemon and top: where the
+// kernel's files are, and logging.
+func addCommonFlags(app *kingpin.Application) *config {
 	cfg := &config{log: promslog.Config{}}
-	cfg.web = kingpinflag.AddFlags(app, defaultAddress)
-	app.Flag("web.telemetry-path", "Path under which to expose metrics.").Default("/metrics").StringVar(&cfg.metricsPath)
-	app.Flag("web.max-requests", "Maximum number of scrapes served at once; more are answered 503. 0 means no limit.").Default("40").IntVar(&cfg.maxRequests)
 	app.Flag("path.procfs", "procfs mount point: the host's /proc (the daemon needs hostPID in a pod).").Default("/proc").StringVar(&cfg.procfs)
 	app.Flag("path.cgroupfs", "cgroup filesystem root: the host's /sys/fs/cgroup.").Default("/sys/fs/cgroup").StringVar(&cfg.cgroupfs)
-	app.Flag("cgroup.hierarchy", "Hierarchy to walk: empty chooses (v2 root, else v1 cpuacct, cpu, name=systemd); or unified, cpuacct, cpu, systemd.").Default("").StringVar(&cfg.hierarchy)
-	app.Flag("collect.interval", "Time between background passes; every scrape also runs a fresh pass.").Default("1s").DurationVar(&cfg.interval)
-	app.Flag("web.read-header-timeout", "How long a client may take to send its request headers before the connection is closed.").Default("10s").DurationVar(&cfg.headerWait)
-	app.Flag("web.shutdown-timeout", "How long to let scrapes in flight finish on SIGTERM or SIGINT.").Default("5s").DurationVar(&cfg.shutdownWait)
-	app.Flag("collect.source", "Where threads are listed and read: iter reads every thread in one BPF task-iterator read per pass (kernel BTF and CAP_BPF with CAP_PERFMON, or root); procfs reads cgroup thread lists and one /proc file per thread; auto uses iter where it loads.").Default("auto").EnumVar(&cfg.collectSource, "auto", "iter", "procfs")
-	app.Flag("exit-capture", "Count each thread's time up to its exit with an eBPF program on sched_switch: auto uses it when kernel BTF and CAP_BPF with CAP_PERFMON (or root) allow, on requires it, off polls only.").Default(string(loadmode.Auto)).EnumVar(&cfg.exitCapture, loadmode.Modes()...)
-	app.Flag("container-runtime-endpoint", "CRI socket of the container runtime, for the container, pod, namespace and image labels: auto takes the first of "+strings.Join(cri.DefaultEndpoints, ", ")+" that exists; none turns the lookup off.").Default(cri.Auto).StringVar(&cfg.runtimeEndpoint)
+	enumFlag(app, "cgroup.hierarchy", "Hierarchy to walk: auto takes a v2 root, else v1 cpuacct, cpu, name=systemd; or one of unified, cpuacct, cpu, systemd.", autoHierarchy, &cfg.hierarchy, hierarchies...)
 	flag.AddFlags(app, &cfg.log)
 	app.Version(version.Print("schedstatd"))
 	app.HelpFlag.Short('h')
 	return cfg
+}
+
+// addServeFlags adds the daemon's own flags to its command, the default
+// one, so they need no command name and top's help leaves them out.
+func addServeFlags(cmd *kingpin.CmdClause, cfg *config) {
+	cfg.web = kingpinflag.AddFlags(cmd, defaultAddress)
+	cmd.Flag("web.telemetry-path", "Path under which to expose metrics.").Default("/metrics").StringVar(&cfg.metricsPath)
+	intFlag(cmd, "web.max-requests", "Maximum number of scrapes served at once; more are answered 503. 0 means no limit.", "40", &cfg.maxRequests, 0, 10000)
+	durationFlag(cmd, "collect.interval", "Time between background passes; every scrape also runs a fresh pass.", "1s", &cfg.interval, 100*time.Millisecond, time.Hour)
+	durationFlag(cmd, "web.read-header-timeout", "How long a client may take to send its request headers before the connection is closed.", "10s", &cfg.headerWait, 100*time.Millisecond, 10*time.Minute)
+	durationFlag(cmd, "web.shutdown-timeout", "How long to let scrapes in flight finish on SIGTERM or SIGINT.", "5s", &cfg.shutdownWait, 0, 10*time.Minute)
+	enumFlag(cmd, "collect.source", "Where threads are listed and read: iter reads every thread in one BPF task-iterator read per pass (kernel BTF and CAP_BPF with CAP_PERFMON, or root); procfs reads cgroup thread lists and one /proc file per thread; auto uses iter where it loads.", "auto", &cfg.collectSource, "auto", "iter", "procfs")
+	enumFlag(cmd, "exit-capture", "Count each thread's time up to its exit with an eBPF program on sched_switch: auto uses it when kernel BTF and CAP_BPF with CAP_PERFMON (or root) allow, on requires it, off polls only.", string(loadmode.Auto), &cfg.exitCapture, loadmode.Modes()...)
+	cmd.Flag("container-runtime-endpoint", "CRI socket of the container runtime, for the container, pod, namespace and image labels: auto takes the first of "+strings.Join(cri.DefaultEndpoints, ", ")+" that exists; none turns the lookup off.").Default(cri.Auto).StringVar(&cfg.runtimeEndpoint)
+}
+
+// check refuses flag values that parse but cannot be served.
+func (cfg *config) check() error {
+	if err := checkTelemetryPath(cfg.metricsPath); err != nil {
+		return err
+	}
+	return checkListenAddresses(*cfg.web.WebListenAddresses)
 }
 
 // serve checks the configuration, then collects and serves until SIGTERM or
@@ -108,9 +142,6 @@ func serve(cfg *config, logger *slog.Logger) error {
 	// Logs go to stderr; if whatever reads it goes away, a write must fail
 	// with EPIPE rather than kill the daemon with SIGPIPE.
 	signal.Ignore(syscall.SIGPIPE)
-	if cfg.interval <= 0 {
-		return fmt.Errorf("--collect.interval must be positive, got %s", cfg.interval)
-	}
 	if err := procsource.Check(cfg.procfs); err != nil {
 		return err
 	}

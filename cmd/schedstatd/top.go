@@ -42,21 +42,17 @@ func addTopCommand(app *kingpin.Application) *topCommand {
 	c.cmd.Flag("from", "Metrics URL of a running daemon, such as http://localhost:10271/metrics. Without it, top runs passes itself (as root) with --path.procfs, --path.cgroupfs and --cgroup.hierarchy.").PlaceHolder("URL").StringVar(&c.from)
 	c.cmd.Flag("http.config.file", "HTTP client config for --from, in Prometheus's format (basic_auth, tls_config with ca_file, cert_file, key_file): how to pass the daemon's web config.").PlaceHolder("FILE").StringVar(&c.httpConfig)
 	c.cmd.Flag("once", "Take two samples one interval apart, print one table and exit.").BoolVar(&c.once)
-	c.cmd.Flag("output", "Format of --once: table or json (json implies --once).").Default(top.FormatTable).EnumVar(&c.output, top.FormatTable, top.FormatJSON)
-	c.cmd.Flag("sort", "Column to sort by, largest first: wait, run, ratio (wait per run), slices, tasks; or name.").Default(top.ByWait.String()).EnumVar(&c.sort, top.SortNames()...)
+	enumFlag(c.cmd, "output", "Format of --once: table or json (json implies --once).", top.FormatTable, &c.output, top.FormatTable, top.FormatJSON)
+	enumFlag(c.cmd, "sort", "Column to sort by, largest first: wait, run, ratio (wait per run), slices, tasks; or name.", top.ByWait.String(), &c.sort, top.SortNames()...)
 	c.cmd.Flag("reverse", "Reverse the sort.").BoolVar(&c.reverse)
-	c.cmd.Flag("view", "What a row is: containers, pods, cgroups, or auto (containers when any is known, else cgroups).").Default(top.ViewAuto.String()).EnumVar(&c.view, top.ViewNames()...)
+	enumFlag(c.cmd, "view", "What a row is: containers, pods, cgroups, or auto (containers when any is known, else cgroups).", top.ViewAuto.String(), &c.view, top.ViewNames()...)
 	c.cmd.Flag("filter", "Show only rows whose name, cgroup or Kubernetes names contain this text (any case).").StringVar(&c.filter)
-	c.cmd.Flag("interval", "Time between samples.").Default("2s").DurationVar(&c.interval)
+	durationFlag(c.cmd, "interval", "Time between samples.", "2s", &c.interval, 100*time.Millisecond, time.Hour)
 	return c
 }
 
 // run runs top and returns the exit code.
 func (c *topCommand) run(cfg *config, logger *slog.Logger) int {
-	if c.interval <= 0 {
-		fmt.Fprintf(os.Stderr, "schedstatd top: --interval must be positive, got %s\n", c.interval)
-		return 2
-	}
 	view, err := top.ParseView(c.view)
 	if err != nil {
 		fmt.Fprintf(os.Stderr, "schedstatd top: %v\n", err)

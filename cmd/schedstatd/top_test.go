@@ -182,8 +182,9 @@ func TestTopMessages(t *testing.T) {
 		{"daemon unreachable", []string{"--once", "--from=http://" + freeAddr(t) + "/metrics"}, 1, "cannot reach the daemon at http://127.0.0.1:"},
 		{"no cgroup filesystem", []string{"--once", "--path.cgroupfs=" + t.TempDir()}, 1, "no cgroups to read"},
 		{"live view without a terminal", []string{"--from=http://" + freeAddr(t)}, 1, "the live view needs a terminal; use --once"},
-		{"bad sort", []string{"--once", "--sort=size"}, 2, "enum value must be one of"},
-		{"bad interval", []string{"--once", "--interval=0s"}, 2, "--interval must be positive"},
+		{"bad sort", []string{"--once", "--sort=size"}, 2, "--sort=size: not one of wait, run"},
+		{"bad interval", []string{"--once", "--interval=0s"}, 2, "--interval=0s: out of range: from 100ms to 1h"},
+		{"a daemon flag", []string{"--once", "--web.listen-address=:1"}, 2, "unknown long flag '--web.listen-address'"},
 		{"bad URL", []string{"--once", "--from=ftp://host/metrics"}, 1, "the scheme must be http or https"},
 		{"missing client config", []string{"--once", "--from=https://127.0.0.1:1/metrics", "--http.config.file=/nonexistent.yml"}, 1, "--http.config.file /nonexistent.yml"},
 	} {

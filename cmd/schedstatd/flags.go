@@ -1,0 +1,149 @@
+package main
+
+import (
+	"fmt"
+	"net"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/alecthomas/kingpin/v2"
+)
+
+// durationValue is a duration flag that must lie in [min, max]; its
+// errors name the flag and the range, on one line.
+type durationValue struct {
+	name     string
+	v        *time.Duration
+	min, max time.Duration
+}
+
+// durationFlag adds a duration flag of c with a default and a range.
+func durationFlag(c flagger, name, help, def string, v *time.Duration, min, max time.Duration) {
+	c.Flag(name, help+" From "+short(min)+" to "+short(max)+".").Default(def).SetValue(&durationValue{name: name, v: v, min: min, max: max})
+}
+
+func (d *durationValue) Set(s string) error {
+	v, err := time.ParseDuration(s)
+	if err != nil {
+		return fmt.Errorf("--%s=%s: not a duration such as 500ms, 10s or 1m", d.name, s)
+	}
+	if v < d.min || v > d.max {
+		return fmt.Errorf("--%s=%s: out of range: from %s to %s", d.name, s, short(d.min), short(d.max))
+	}
+	*d.v = v
+	return nil
+}
+
+func (d *durationValue) String() string { return short(*d.v) }
+
+// short formats d without zero units: 1h, not 1h0m0s.
+func short(d time.Duration) string {
+	s := d.String()
+	if strings.HasSuffix(s, "m0s") {
+		s = s[:len(s)-2]
+	}
+	if strings.HasSuffix(s, "h0m") {
+		s = s[:len(s)-2]
+	}
+	return s
+}
+
+// intValue is an integer flag that must lie in [min, max].
+type intValue struct {
+	name     string
+	v        *int
+	min, max int
+}
+
+// intFlag adds an integer flag of c with a default and a range.
+func intFlag(c flagger, name, help, def string, v *int, min, max int) {
+	c.Flag(name, help+fmt.Sprintf(" From %d to %d.", min, max)).Default(def).SetValue(&intValue{name: name, v: v, min: min, max: max})
+}
+
+func (i *intValue) Set(s string) error {
+	v, err := strconv.Atoi(s)
+	if err != nil {
+		return fmt.Errorf("--%s=%s: not an integer", i.name, s)
+	}
+	if v < i.min || v > i.max {
+		return fmt.Errorf("--%s=%s: out of range: from %d to %d", i.name, s, i.min, i.max)
+	}
+	*i.v = v
+	return nil
+}
+
+func (i *intValue) String() string { return strconv.Itoa(*i.v) }
+
+// enumValue is a flag that takes one of a few words.
+type enumValue struct {
+	name   string
+	v      *string
+	values []string
+}
+
+// enumFlag adds a flag of c that takes one of values.
+func enumFlag(c flagger, name, help, def string, v *string, values ...string) *kingpin.FlagClause {
+	f := c.Flag(name, help)
+	f.Default(def).SetValue(&enumValue{name: name, v: v, values: values})
+	return f
+}
+
+func (e *enumValue) Set(s string) error {
+	if !slices.Contains(e.values, s) {
+		return fmt.Errorf("--%s=%s: not one of %s", e.name, s, strings.Join(e.values, ", "))
+	}
+	*e.v = s
+	return nil
+}
+
+func (e *enumValue) String() string { return *e.v }
+
+// flagger is where flags are added: the application or a command.
+type flagger interface {
+	Flag(name, help string) *kingpin.FlagClause
+}
+
+// checkTelemetryPath accepts a path the HTTP mux serves as one exact
+// path: a slash, then letters, digits and - . _ ~, in clean segments, and
+// not /healthz.
+func checkTelemetryPath(p string) error {
+	bad := func(why string) error { return fmt.Errorf("--web.telemetry-path=%q: %s", p, why) }
+	switch {
+	case p == "/":
+		return nil
+	case !strings.HasPrefix(p, "/"):
+		return bad("must start with /, such as /metrics")
+	case p == "/healthz":
+		return bad("/healthz is the health endpoint")
+	case strings.HasSuffix(p, "/") || strings.Contains(p, "//"):
+		return bad("must not end in / or hold an empty segment")
+	}
+	for _, seg := range strings.Split(p[1:], "/") {
+		if seg == "." || seg == ".." {
+			return bad("must not hold . or .. segments")
+		}
+	}
+	for _, r := range p {
+		if !(r == '/' || r == '-' || r == '.' || r == '_' || r == '~' || '0' <= r && r <= '9' || 'a' <= r && r <= 'z' || 'A' <= r && r <= 'Z') {
+			return bad(fmt.Sprintf("%q is not allowed: only letters, digits, /, -, ., _ and ~", r))
+		}
+	}
+	return nil
+}
+
+// checkListenAddresses refuses an empty --web.listen-address, which would
+// listen on a random port on all interfaces, and one that is not
+// host:port.
+func checkListenAddresses(addrs []string) error {
+	for _, a := range addrs {
+		if strings.HasPrefix(a, "vsock://") {
+			continue
+		}
+		if _, port, err := net.SplitHostPort(a); a == "" || err != nil || port == "" {
+			return fmt.Errorf("--web.listen-address=%q: want host:port or :port, such as %s or 127.0.0.1:10271", a, defaultAddress)
+		}
+	}
+	return nil
+}
