@@ -1,6 +1,14 @@
 GO       ?= $(shell command -v go 2>/dev/null || echo /usr/local/go/bin/go)
 VERSION  ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
-LDFLAGS  := -X github.com/prometheus/common/version.Version=$(VERSION) -X github.com/prometheus/common/version.Revision=$(shell git rev-parse HEAD 2>/dev/null)
+BRANCH   ?= $(shell git rev-parse --abbrev-ref HEAD 2>/dev/null)
+BUILD_USER ?= $(shell id -un 2>/dev/null)@$(shell hostname 2>/dev/null)
+BUILD_DATE ?= $(shell date -u +%Y%m%d-%H:%M:%S)
+VERSION_PKG := github.com/prometheus/common/version
+# LDFLAGS fill what --version and schedstatd_build_info show.
+LDFLAGS  := -X $(VERSION_PKG).Version=$(VERSION) -X $(VERSION_PKG).Revision=$(shell git rev-parse HEAD 2>/dev/null) \
+	-X $(VERSION_PKG).Branch=$(BRANCH) -X $(VERSION_PKG).BuildUser=$(BUILD_USER) -X $(VERSION_PKG).BuildDate=$(BUILD_DATE)
+# BIN is where build writes the daemon.
+BIN      ?= schedstatd
 PKGS     ?= ./...
 BENCHOUT ?= bench.txt
 
@@ -9,7 +17,7 @@ BENCHOUT ?= bench.txt
 all: build
 
 build:
-	$(GO) build -ldflags '$(LDFLAGS)' -o schedstatd ./cmd/schedstatd
+	$(GO) build -ldflags '$(LDFLAGS)' -o $(BIN) ./cmd/schedstatd
 
 run: build
 	./schedstatd

@@ -40,7 +40,8 @@ var (
 // the end-to-end tests race-check the daemon too.
 func binary(t *testing.T) string { return build(t, true) }
 
-// plainBinary builds the daemon as it ships, for measuring its memory.
+// plainBinary builds the daemon as it ships (make build), for measuring
+// its memory and its version.
 func plainBinary(t *testing.T) string { return build(t, false) }
 
 // envBinary names a daemon binary built beforehand, used instead of a
@@ -68,17 +69,25 @@ func build(t *testing.T, race bool) string {
 		}
 		binDir = dir
 	}
-	args := []string{"build", "-o", filepath.Join(binDir, fmt.Sprintf("schedstatd-race-%v", race))}
-	if race {
-		args = append(args, "-race")
-	}
+	out := filepath.Join(binDir, fmt.Sprintf("schedstatd-race-%v", race))
 	// go test puts its own Go first in PATH.
-	out, err := exec.Command("go", append(args, ".")...).CombinedOutput()
-	if err != nil {
-		t.Fatalf("go build: %v\n%s", err, out)
+	cmd := exec.Command("go", "build", "-race", "-o", out, ".")
+	if !race {
+		// As it ships: by make build, with the version fields set,
+		// without cgo as the Dockerfile builds it (the package deploy
+		// builds the same way, so the two builds share the cache).
+		gobin, err := exec.LookPath("go")
+		if err != nil {
+			t.Fatal(err)
+		}
+		cmd = exec.Command("make", "-s", "-C", "../..", "build", "GO="+gobin, "BIN="+out)
+		cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
 	}
-	binPaths[race] = args[2]
-	return args[2]
+	if b, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("%v: %v\n%s", cmd.Args, err, b)
+	}
+	binPaths[race] = out
+	return out
 }
 
 // freeAddr returns a loopback address with a port nothing listens on.

@@ -37,10 +37,14 @@ func newMux(cfg *config, poller *collector.Poller, logger *slog.Logger, opts []c
 	metrics := promhttp.HandlerFor(reg, promhttp.HandlerOpts{
 		ErrorLog:      slog.NewLogLogger(logger.Handler(), slog.LevelError),
 		ErrorHandling: promhttp.ContinueOnError,
+		// Scrapers that ask for OpenMetrics (Accept:
+		// application/openmetrics-text) get it, with created timestamps
+		// left out; others get the text format.
+		EnableOpenMetrics: true,
 	})
 
 	mux := http.NewServeMux()
-	mux.Handle(cfg.metricsPath, limit(cfg.maxRequests, fresh(poller, metrics, logger)))
+	mux.Handle(cfg.metricsPath, readOnly(limit(cfg.maxRequests, fresh(poller, metrics, logger))))
 	mux.HandleFunc("/healthz", func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
 		if err := poller.Health(time.Now()); err != nil {
@@ -55,6 +59,8 @@ func newMux(cfg *config, poller *collector.Poller, logger *slog.Logger, opts []c
 			Name:        "schedstatd",
 			Description: "Per-cgroup CPU scheduler statistics: time on a CPU, time waiting on a runqueue, timeslices.",
 			Version:     version.Info(),
+			// No pprof handlers are served: no links to them.
+			Profiling: "false",
 			Links: []web.LandingLinks{
 				{Address: cfg.metricsPath, Text: "Metrics"},
 				{Address: "/healthz", Text: "Health"},
@@ -91,6 +97,19 @@ func fresh(poller *collector.Poller, next http.Handler, logger *slog.Logger) htt
 				return
 			}
 			logger.Debug("scrape served the latest totals without a fresh pass", "err", err)
+		}
+		next.ServeHTTP(w, r)
+	})
+}
+
+// readOnly answers 405 to every method but GET and HEAD, before next (and
+// so its pass) runs.
+func readOnly(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Method != http.MethodGet && r.Method != http.MethodHead {
+			w.Header().Set("Allow", "GET, HEAD")
+			http.Error(w, r.Method+" is not allowed: metrics are read with GET", http.StatusMethodNotAllowed)
+			return
 		}
 		next.ServeHTTP(w, r)
 	})

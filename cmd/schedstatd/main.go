@@ -136,6 +136,30 @@ func (cfg *config) check() error {
 	return checkListenAddresses(*cfg.web.WebListenAddresses)
 }
 
+// onHangup logs each SIGHUP that hup delivers until ctx ends, instead of dying of it. There
+// is nothing to reload: the web config file is read again for every new
+// connection and request (exporter-toolkit does), so SIGHUP only checks
+// it and says whether the next connection will take it.
+func onHangup(ctx context.Context, hup <-chan os.Signal, webConfig string, logger *slog.Logger) {
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-hup:
+		}
+		switch {
+		case webConfig == "":
+			logger.Info("SIGHUP: nothing to reload (no --web.config.file); the daemon goes on")
+		default:
+			if err := web.Validate(webConfig); err != nil {
+				logger.Error("SIGHUP: the web config file is not valid; connections fail until it is fixed", "file", webConfig, "err", err)
+			} else {
+				logger.Info("SIGHUP: the web config file is valid; every new connection reads it", "file", webConfig)
+			}
+		}
+	}
+}
+
 // serve checks the configuration, then collects and serves until SIGTERM or
 // SIGINT.
 func serve(cfg *config, logger *slog.Logger) error {
@@ -158,6 +182,10 @@ func serve(cfg *config, logger *slog.Logger) error {
 
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
 	defer stop()
+	hup := make(chan os.Signal, 1)
+	signal.Notify(hup, syscall.SIGHUP)
+	defer signal.Stop(hup)
+	go onHangup(ctx, hup, *cfg.web.WebConfigFile, logger)
 
 	poller := collector.NewPoller(container.NewTable(src.lister, src.tasks), cfg.interval, logger)
 	poller.BeforePass(src.exits.Feed)
