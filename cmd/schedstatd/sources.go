@@ -65,7 +65,7 @@ func openSources(cfg *config, logger *slog.Logger) (*sources, error) {
 
 	if src.exits, err = exitcapture.Select(loadmode.Mode(cfg.exitCapture), exitcapture.Options{Hierarchy: h}, logger); err != nil {
 		src.close()
-		return nil, fmt.Errorf("--exit-capture=%s: %w", cfg.exitCapture, err)
+		return nil, err // it names --exit-capture=on already
 	}
 	if endpoint := cri.Resolve(cfg.runtimeEndpoint); !cri.Disabled(endpoint) {
 		// New does not wait for the runtime; a runtime that is down

@@ -210,3 +210,42 @@ func TestTopHelpListsTopFlags(t *testing.T) {
 		t.Errorf("top with a daemon flag: %v, want exit status 2", err)
 	}
 }
+
+// TestNonRootNamesTheCause starts the daemon as an unprivileged user: the
+// BPF sources are refused with EPERM, and the log says which capabilities
+// are missing, not cilium/ebpf's guess about RLIMIT_MEMLOCK; with
+// --exit-capture=on the refusal names the flag once.
+func TestNonRootNamesTheCause(t *testing.T) {
+	e2e.RequireRoot(t)
+	setpriv, err := exec.LookPath("setpriv")
+	if err != nil {
+		e2e.Unavailable(t, "no setpriv(1)")
+	}
+	nobody := []string{setpriv, "--reuid=65534", "--regid=65534", "--clear-groups", "--inh-caps=-all", "--bounding-set=-all"}
+	d := startWrapped(t, nobody)
+	for _, l := range strings.Split(d.log(), "\n") {
+		if strings.Contains(l, "unavailable") && (!strings.Contains(l, "EPERM") || !strings.Contains(l, "CAP_BPF and CAP_PERFMON") || strings.Contains(l, "MEMLOCK")) {
+			t.Errorf("the fallback does not name the cause: %s", l)
+		}
+	}
+	if !strings.Contains(d.log(), "task iterator unavailable") || !strings.Contains(d.log(), "exit capture unavailable") {
+		t.Errorf("no word of the BPF sources in the log:\n%s", d.log())
+	}
+
+	cmd := exec.Command(nobody[0], append(nobody[1:], binary(t), "--web.listen-address="+freeAddr(t), "--exit-capture=on")...)
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	var exit *exec.ExitError
+	if err := cmd.Run(); !errors.As(err, &exit) || exit.ExitCode() != 1 {
+		t.Fatalf("--exit-capture=on as nobody: %v, want exit status 1:\n%s", err, stderr.String())
+	}
+	var failed string
+	for _, l := range strings.Split(stderr.String(), "\n") {
+		if strings.Contains(l, "schedstatd failed") {
+			failed = l
+		}
+	}
+	if strings.Count(failed, "--exit-capture=on") != 1 || !strings.Contains(failed, "EPERM") || strings.Contains(failed, "MEMLOCK") {
+		t.Errorf("the refusal: %q; want --exit-capture=on once and EPERM", failed)
+	}
+}
