@@ -13,7 +13,8 @@ import (
 // View is what a row stands for.
 type View int
 
-// Views. ViewAuto shows containers when any is known, else cgroups.
+// Views. ViewAuto shows containers when they do most of the node's work,
+// else cgroups (see Resolve).
 const (
 	ViewAuto View = iota
 	ViewContainers
@@ -54,16 +55,38 @@ func (v View) Next() View {
 	}
 }
 
-// Resolve returns v, or for ViewAuto, ViewContainers when any row of rows
-// is a container and ViewCgroups otherwise.
+// containerShare is the least share of the node's run and wait time its
+// containers must have for the automatic view to show containers.
+const containerShare = 0.5
+
+// Resolve returns v, or for ViewAuto, ViewContainers when containers run
+// and wait at least half of what the whole node does (by the rates of
+// rows, which must include the root's), and ViewCgroups otherwise: an idle
+// container on a node of busy services hides nothing. Without rates (a
+// first sample) or without work on the node, it is ViewCgroups, which
+// shows everything.
 func (v View) Resolve(rows []Row) View {
 	if v != ViewAuto {
 		return v
 	}
+	root, ok := Root(rows)
+	if !ok || !root.Known || root.Run+root.Wait <= 0 {
+		return ViewCgroups
+	}
+	// A container's cgroup includes those nested in it: count each
+	// container once, by its busiest (outermost) cgroup.
+	busiest := map[string]float64{}
 	for _, r := range rows {
-		if _, _, _, ok := containerKey(r); ok {
-			return ViewContainers
+		if k, _, _, ok := containerKey(r); ok && r.Known {
+			busiest[k] = max(busiest[k], r.Run+r.Wait)
 		}
+	}
+	var sum float64
+	for _, b := range busiest {
+		sum += b
+	}
+	if sum >= containerShare*(root.Run+root.Wait) {
+		return ViewContainers
 	}
 	return ViewCgroups
 }

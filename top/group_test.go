@@ -175,6 +175,26 @@ func TestViewResolve(t *testing.T) {
 	if v := ViewAuto.Resolve(plain); v != ViewCgroups {
 		t.Errorf("auto on a node without containers: %s", v)
 	}
+	// One idle container on a node of busy services: the busy ones show.
+	idle := []Row{cg("/", 2, 1, 300), cg("/system.slice", 1.9, 1, 200), cg("/system.slice/build.service", 1.8, 1, 20),
+		cg("/system.slice/docker-"+cidA+".scope", 0.001, 0, 1)}
+	if v := ViewAuto.Resolve(idle); v != ViewCgroups {
+		t.Errorf("auto with one idle container among busy services: %s", v)
+	}
+	// Before rates, everything shows.
+	unrated := node()
+	for i := range unrated {
+		unrated[i].Known = false
+	}
+	if v := ViewAuto.Resolve(unrated); v != ViewCgroups {
+		t.Errorf("auto without rates: %s", v)
+	}
+	// A nested cgroup is counted in its container's once: containers
+	// doing 0.45 of 1 (not 0.9) are below half.
+	nested := []Row{cg("/", 0.5, 0.5, 10), cg("/docker/"+cidA, 0.45, 0, 2), cg("/docker/"+cidA+"/inner", 0.45, 0, 2)}
+	if v := ViewAuto.Resolve(nested); v != ViewCgroups {
+		t.Errorf("auto with a nested container cgroup counted twice: %s", v)
+	}
 	if v := ViewPods.Resolve(plain); v != ViewPods {
 		t.Errorf("pods resolved to %s", v)
 	}

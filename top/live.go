@@ -137,15 +137,18 @@ func Live(ctx context.Context, src Source, st State, opt Options, t Terminal) er
 				// interval. Keep the rates of the last two passes.
 				continue
 			}
+			rated := false
 			if prev == nil {
 				rows = Unrated(r.s)
 			} else if next, err := Rates(prev, r.s); err == nil {
-				rows, shown = next, r.s.Time.Sub(prev.Time)
+				rows, shown, rated = next, r.s.Time.Sub(prev.Time), true
 			} else {
 				// The clock went back: start afresh from this sample.
 				rows = Unrated(r.s)
 			}
-			if st.View == ViewAuto {
+			// The automatic view is chosen once, by the first rates,
+			// so it does not flip from frame to frame.
+			if st.View == ViewAuto && rated {
 				st.View = st.View.Resolve(rows)
 			}
 			prev, at = r.s, r.s.Time

@@ -45,7 +45,7 @@ func addTopCommand(app *kingpin.Application) *topCommand {
 	enumFlag(c.cmd, "output", "Format of --once: table or json (json implies --once).", top.FormatTable, &c.output, top.FormatTable, top.FormatJSON)
 	enumFlag(c.cmd, "sort", "Column to sort by, largest first: wait, run, ratio (wait per run), slices, tasks; or name.", top.ByWait.String(), &c.sort, top.SortNames()...)
 	c.cmd.Flag("reverse", "Reverse the sort.").BoolVar(&c.reverse)
-	enumFlag(c.cmd, "view", "What a row is: containers, pods, cgroups, or auto (containers when any is known, else cgroups).", top.ViewAuto.String(), &c.view, top.ViewNames()...)
+	enumFlag(c.cmd, "view", "What a row is: containers, pods, cgroups, or auto (containers when they run and wait at least half of what the node does, else cgroups).", top.ViewAuto.String(), &c.view, top.ViewNames()...)
 	c.cmd.Flag("filter", "Show only rows whose name, cgroup or Kubernetes names contain this text (any case).").StringVar(&c.filter)
 	durationFlag(c.cmd, "interval", "Time between samples.", "2s", &c.interval, 100*time.Millisecond, time.Hour)
 	return c
