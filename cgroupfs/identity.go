@@ -57,6 +57,15 @@ func ParseIdentity(path string) Identity {
 	var prev, last string
 	for i, elem := range strings.FieldsFunc(path, isSlash) {
 		last = elem
+		if sid, ok := slicePathElem(elem); ok {
+			// One element stands for the path kubelet meant: a pod
+			// slice, then the container.
+			id = sid
+			id.ID = path
+			inPods = true
+			prev = elem
+			continue
+		}
 		if cid, runtime, monitor, ok := containerIn(elem, prev); ok {
 			id.ContainerID, id.Runtime, id.Monitor = cid, runtime, monitor
 		} else if i == 1 && containerdNamespaces[prev] {
@@ -121,4 +130,41 @@ func isPodUID(s string) bool {
 		}
 	}
 	return true
+}
+
+// slicePathElem parses a path element in systemd's "slice:prefix:name"
+// notation, as kubelet with the systemd cgroup driver asks the runtime for
+// "kubepods-burstable-pod<uid>.slice:cri-containerd:<id>". A runtime on the
+// cgroupfs driver (a common misconfiguration) makes one directory of that
+// name under the root rather than the slices it means. ok is false unless
+// elem names a kubepods pod slice and a container id.
+func slicePathElem(elem string) (id Identity, ok bool) {
+	slice, rest, ok1 := strings.Cut(elem, ":")
+	prefix, name, ok2 := strings.Cut(rest, ":")
+	base, ok3 := strings.CutSuffix(slice, ".slice")
+	if !ok1 || !ok2 || !ok3 || !isContainerID(name) {
+		return Identity{}, false
+	}
+	parts := strings.Split(base, "-")
+	if parts[0] != "kubepods" {
+		return Identity{}, false
+	}
+	pod := parts[len(parts)-1]
+	if !strings.HasPrefix(pod, "pod") || !isPodUID(pod[len("pod"):]) {
+		return Identity{}, false
+	}
+	id.PodUID = strings.ReplaceAll(pod[len("pod"):], "_", "-")
+	switch {
+	case len(parts) == 3 && (parts[1] == QoSBurstable || parts[1] == QoSBestEffort):
+		id.QoS = parts[1]
+	case len(parts) == 2:
+		id.QoS = QoSGuaranteed
+	default:
+		return Identity{}, false
+	}
+	id.ContainerID = name
+	if p, known := scopePrefixes[prefix]; known {
+		id.Runtime, id.Monitor = p.runtime, p.monitor
+	}
+	return id, true
 }
