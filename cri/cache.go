@@ -43,8 +43,9 @@ func (c *cache) has(k key) bool {
 }
 
 // build makes the cache of one refresh's lists. tags maps image ids to
-// names, for containers that name their image by id only.
-func build(sandboxes []*runtimeapi.PodSandbox, containers []*runtimeapi.Container, tags map[string]string) *cache {
+// names, for containers that name their image by id only; sandboxImage is
+// the image label of sandbox (pause) containers' cgroups.
+func build(sandboxes []*runtimeapi.PodSandbox, containers []*runtimeapi.Container, tags map[string]string, sandboxImage string) *cache {
 	c := &cache{
 		containers: make(map[string]collector.ContainerLabels, len(containers)),
 		sandboxes:  make(map[string]collector.ContainerLabels, len(sandboxes)),
@@ -54,7 +55,7 @@ func build(sandboxes []*runtimeapi.PodSandbox, containers []*runtimeapi.Containe
 		m := s.GetMetadata()
 		l := collector.ContainerLabels{Pod: m.GetName(), Namespace: m.GetNamespace()}
 		if s.GetId() != "" {
-			c.sandboxes[s.GetId()] = l
+			c.sandboxes[s.GetId()] = collector.ContainerLabels{Pod: l.Pod, Namespace: l.Namespace, Image: sandboxImage}
 		}
 		if m.GetUid() != "" {
 			c.pods[m.GetUid()] = l

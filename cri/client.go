@@ -70,9 +70,14 @@ type Client struct {
 	absentAt time.Time
 	kick     chan struct{}
 
-	// state is the runtime's state as last logged; only the refresher
-	// goroutine uses it.
-	state runtimeState
+	// state is the runtime's state as last logged, and sandbox the image
+	// of its pod sandboxes; only the refresher goroutine uses them.
+	state   runtimeState
+	sandbox string
+
+	// noticeMu guards seen, the cgroup paths Notice needs not parse again.
+	noticeMu sync.Mutex
+	seen     map[string]struct{}
 
 	cancel context.CancelFunc
 	done   chan struct{}
@@ -242,7 +247,8 @@ func (c *Client) setState(err error, version *runtimeapi.VersionResponse) {
 	c.state = stateUp
 }
 
-// list asks the runtime for its version (when it was not up), pods,
+// list asks the runtime for its version and sandbox image (when it was
+// not up), pods,
 // containers and, if a container names its image by id only, images. Each
 // call has its own deadline.
 func (c *Client) list(ctx context.Context) (*cache, *runtimeapi.VersionResponse, error) {
@@ -255,6 +261,7 @@ func (c *Client) list(ctx context.Context) (*cache, *runtimeapi.VersionResponse,
 			return nil, nil, fmt.Errorf("RuntimeService/Version: %w", err)
 		}
 		version = v
+		c.sandbox = c.sandboxImage(ctx)
 	}
 	pods, err := call(ctx, c.cfg.CallTimeout, func(ctx context.Context) (*runtimeapi.ListPodSandboxResponse, error) {
 		return c.rt.ListPodSandbox(ctx, &runtimeapi.ListPodSandboxRequest{})
@@ -283,7 +290,7 @@ func (c *Client) list(ctx context.Context) (*cache, *runtimeapi.VersionResponse,
 			break
 		}
 	}
-	return build(pods.GetItems(), ctrs.GetContainers(), tags), version, nil
+	return build(pods.GetItems(), ctrs.GetContainers(), tags, c.sandbox), version, nil
 }
 
 // call runs f with a deadline of timeout.

@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/google/go-cmp/cmp"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/testutil"
 	"github.com/schedstatd/schedstatd/cgroupfs"
@@ -31,6 +32,14 @@ func (n *node) List(l *cgroupfs.Listing) error {
 	n.mu.Lock()
 	defer n.mu.Unlock()
 	return n.tree.List(l)
+}
+
+// add adds a cgroup listing tids.
+func (n *node) add(path string, tids ...int32) {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	n.tree.Mkdir(path)
+	n.tree.Set(path, tids...)
 }
 
 // logBuffer collects log lines from any goroutine.
@@ -72,6 +81,14 @@ type harness struct {
 
 func newHarness(t *testing.T, cfg Config) *harness {
 	t.Helper()
+	return newHarnessEvery(t, cfg, time.Hour, false)
+}
+
+// newHarnessEvery is newHarness with background passes every interval
+// and, if notice, the client told of each pass's cgroups before the next,
+// as the daemon does.
+func newHarnessEvery(t *testing.T, cfg Config, interval time.Duration, notice bool) *harness {
+	t.Helper()
 	k := synth.NewKernel()
 	for tid := int32(1); tid <= 20; tid++ {
 		k.Spawn(tid).Stat.RunNanoseconds = uint64(tid) * 1e6
@@ -94,8 +111,12 @@ func newHarness(t *testing.T, cfg Config) *harness {
 	}
 	t.Cleanup(func() { client.Close() })
 
-	// A background pass never comes: passes run when a scrape asks.
-	p := collector.NewPoller(container.NewTable(n, k), time.Hour, quiet)
+	// With an interval of an hour a background pass never comes: passes
+	// run when a scrape asks.
+	p := collector.NewPoller(container.NewTable(n, k), interval, quiet)
+	if notice {
+		p.BeforePass(func(*container.Table) { client.Notice(p.Last()) })
+	}
 	testrun.Background(t, p.Run)
 	reg := prometheus.NewPedanticRegistry()
 	reg.MustRegister(collector.NewExporter(p, collector.WithLabeler(client)), client)
@@ -206,6 +227,57 @@ schedstatd_runtime_containers 2
 	}
 	for _, p := range problems {
 		t.Errorf("lint: %s: %s", p.Metric, p.Text)
+	}
+}
+
+// TestNewContainerLabelledOnFirstScrape: the client is told of the
+// cgroups of every background pass, so a container that appears between
+// scrapes is named before the first scrape that shows it, with no
+// periodic refresh (the interval is an hour). Its cgroup is of the shape
+// kubelet's systemd driver asks a cgroupfs runtime for.
+func TestNewContainerLabelledOnFirstScrape(t *testing.T) {
+	f := webRuntime()
+	srv := fakecri.Start(t, f)
+	h := newHarnessEvery(t, Config{Endpoint: srv.Endpoint(), Interval: time.Hour, MinGap: 50 * time.Millisecond}, 20*time.Millisecond, true)
+	h.eventually("runtime up", isUp)
+	_, before := h.scrape()
+
+	f.AddContainer(ctrLate, sandboxWeb, uidWeb, "worker", "web-0", "shop", "busybox:1.36")
+	late := "/kubepods-burstable-pod" + strings.ReplaceAll(uidWeb, "-", "_") + ".slice:cri-containerd:" + ctrLate
+	h.node.add(late, 7)
+	// No scrape: only background passes see the new cgroup.
+	deadline := time.Now().Add(10 * time.Second)
+	for !h.client.cache.Load().has(key{id: ctrLate}) {
+		if time.Now().After(deadline) {
+			t.Fatalf("the runtime was not asked for the new container within 10s:\n%s", h.logs)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	series, after := h.scrape()
+	want := collector.ContainerLabels{Container: "worker", Pod: "web-0", Namespace: "shop", Image: "docker.io/library/busybox:1.36"}
+	if diff := cmp.Diff(want, series[late]); diff != "" {
+		t.Errorf("the first scrape of the new container (-want +got):\n%s", diff)
+	}
+	if n := after["schedstatd_runtime_refreshes_total"] - before["schedstatd_runtime_refreshes_total"]; n < 1 || n > 3 {
+		t.Errorf("%v refreshes for one new container, want 1 (a few at most)", n)
+	}
+}
+
+// TestSandboxImage: a pod's sandbox (pause) container's cgroup has the
+// image the runtime runs sandboxes from, as its verbose Status says; the
+// pod's cgroup has none.
+func TestSandboxImage(t *testing.T) {
+	f := webRuntime()
+	f.SetSandboxImage("registry.k8s.io/pause:3.9")
+	srv := fakecri.Start(t, f)
+	h := newHarness(t, Config{Endpoint: srv.Endpoint(), Interval: time.Hour})
+	h.eventually("runtime up", isUp)
+	series, _ := h.scrape()
+	if diff := cmp.Diff(collector.ContainerLabels{Pod: "web-0", Namespace: "shop", Image: "registry.k8s.io/pause:3.9"}, series[scope(podWeb, sandboxWeb)]); diff != "" {
+		t.Errorf("sandbox cgroup (-want +got):\n%s", diff)
+	}
+	if diff := cmp.Diff(collector.ContainerLabels{Pod: "web-0", Namespace: "shop"}, series[podWeb]); diff != "" {
+		t.Errorf("pod cgroup (-want +got):\n%s", diff)
 	}
 }
 

@@ -49,7 +49,7 @@ func offlineClient(c *cache) *Client {
 // web and sidecar) learns.
 func webCache() *cache {
 	l := webRuntime().Lists()
-	return build(l.Sandboxes, l.Containers, nil)
+	return build(l.Sandboxes, l.Containers, nil, "")
 }
 
 func TestLabelsByCgroupShape(t *testing.T) {
@@ -150,7 +150,7 @@ func TestBuildFallbacks(t *testing.T) {
 			Image: &runtimeapi.ImageSpec{Image: "sha256:" + dockerID}, ImageRef: "sha256:" + dockerID,
 			Labels: map[string]string{labelPodName: "job-1", labelPodNamespace: "batch", labelPodUID: uidOther}},
 	}
-	got := build(sandboxes, containers, map[string]string{"sha256:" + dockerID: "docker.io/library/busybox:1.36"})
+	got := build(sandboxes, containers, map[string]string{"sha256:" + dockerID: "docker.io/library/busybox:1.36"}, "")
 	want := &cache{
 		containers: map[string]collector.ContainerLabels{
 			ctrWeb:  {Container: "web", Pod: "web-0", Namespace: "shop", Image: "docker.io/library/nginx:latest"},

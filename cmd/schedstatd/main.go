@@ -188,7 +188,7 @@ func serve(cfg *config, logger *slog.Logger) error {
 	go onHangup(ctx, hup, *cfg.web.WebConfigFile, logger)
 
 	poller := collector.NewPoller(container.NewTable(src.lister, src.tasks), cfg.interval, logger)
-	poller.BeforePass(src.exits.Feed)
+	poller.BeforePass(src.beforePass(poller))
 	polled := make(chan error, 1)
 	go func() { polled <- poller.Run(ctx) }()
 

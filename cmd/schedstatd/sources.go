@@ -82,6 +82,16 @@ func openSources(cfg *config, logger *slog.Logger) (*sources, error) {
 	return src, nil
 }
 
+// beforePass is what poller runs before each pass: the exit records are
+// fed to the table, and the runtime is told of the last pass's cgroups, so
+// a new container is named before the first scrape that shows it.
+func (s *sources) beforePass(poller *collector.Poller) func(*container.Table) {
+	return func(t *container.Table) {
+		s.exits.Feed(t)
+		s.runtime.Notice(poller.Last())
+	}
+}
+
 // exporterOptions are the options of the container series' exporter.
 func (s *sources) exporterOptions() []collector.Option {
 	if s.runtime == nil {

@@ -11,6 +11,7 @@ package fakecri
 
 import (
 	"context"
+	"encoding/json"
 	"net"
 	"os"
 	"path/filepath"
@@ -66,6 +67,8 @@ type Runtime struct {
 	lists Lists
 	// delay holds every call this long, or until the caller gives up.
 	delay time.Duration
+	// sandboxImage is the image of pod sandboxes that Status reports.
+	sandboxImage string
 
 	listContainers atomic.Int64
 	listImages     atomic.Int64
@@ -175,6 +178,37 @@ func (r *Runtime) wait(ctx context.Context) error {
 	case <-ctx.Done():
 		return ctx.Err()
 	}
+}
+
+// SetSandboxImage sets the image of pod sandboxes (pause containers) that
+// Status reports, as containerd 1.6 and 1.7 report their sandbox_image.
+func (r *Runtime) SetSandboxImage(image string) {
+	r.mu.Lock()
+	r.sandboxImage = image
+	r.mu.Unlock()
+}
+
+// Status implements the CRI's RuntimeService: ready, and, when verbose,
+// the "config" info containerd's CRI plugin gives, JSON with its
+// sandboxImage.
+func (r *Runtime) Status(ctx context.Context, req *runtimeapi.StatusRequest) (*runtimeapi.StatusResponse, error) {
+	if err := r.wait(ctx); err != nil {
+		return nil, err
+	}
+	r.mu.Lock()
+	img := r.sandboxImage
+	r.mu.Unlock()
+	resp := &runtimeapi.StatusResponse{Status: &runtimeapi.RuntimeStatus{Conditions: []*runtimeapi.RuntimeCondition{
+		{Type: runtimeapi.RuntimeReady, Status: true}, {Type: runtimeapi.NetworkReady, Status: true},
+	}}}
+	if req.GetVerbose() {
+		cfg, err := json.Marshal(map[string]any{"sandboxImage": img, "enableSelinux": false})
+		if err != nil {
+			return nil, err
+		}
+		resp.Info = map[string]string{"config": string(cfg), "golang": `"go1.20"`}
+	}
+	return resp, nil
 }
 
 // Version implements the CRI's RuntimeService: RuntimeName,
