@@ -36,14 +36,15 @@ test: test-deps fmt-check vet staticcheck tidy-check
 # `top`, promtool (in prometheus) for the alert rules' unit tests,
 # containerd, runc and the static busybox its test images are made of for
 # the tests against a real container runtime (internal/containerdtest).
-# Elsewhere the tests that need them say what is missing.
+# Elsewhere the tests that need them say what is missing. Another apt-get
+# holding the lock (on a shared machine) is waited for, up to ten minutes.
 TEST_TOOLS ?= tmux:tmux promtool:prometheus containerd:containerd runc:runc busybox:busybox-static
 test-deps:
 	@missing=""; for tp in $(TEST_TOOLS); do command -v $${tp%%:*} >/dev/null 2>&1 || missing="$$missing $${tp#*:}"; done; \
 	if [ -n "$$missing" ]; then \
 		if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then \
 			echo "installing$$missing for the end-to-end tests"; \
-			{ apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends $$missing >/dev/null; } || \
+			{ apt-get -o DPkg::Lock::Timeout=600 update -qq && DEBIAN_FRONTEND=noninteractive apt-get -o DPkg::Lock::Timeout=600 install -y -qq --no-install-recommends $$missing >/dev/null; } || \
 				echo "could not install$$missing: the end-to-end tests that drive them will say so"; \
 		else \
 			echo "not installed:$$missing (the end-to-end tests that drive them will say so)"; \
@@ -104,12 +105,15 @@ fmt-check:
 	@out=$$($(dir $(GO))gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go')); \
 	if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
 
+# tidy-check keeps its copies in a directory of its own, so runs side by
+# side, or by different users, do not clobber each other's.
 tidy-check:
-	@cp go.mod /tmp/schedstatd.go.mod.bak; cp go.sum /tmp/schedstatd.go.sum.bak; \
+	@tmp=$$(mktemp -d) && trap 'rm -rf "$$tmp"' EXIT; \
+	cp go.mod go.sum "$$tmp"/; \
 	$(GO) mod tidy; \
-	if ! cmp -s go.mod /tmp/schedstatd.go.mod.bak || ! cmp -s go.sum /tmp/schedstatd.go.sum.bak; then \
+	if ! cmp -s go.mod "$$tmp"/go.mod || ! cmp -s go.sum "$$tmp"/go.sum; then \
 		echo "go.mod/go.sum not tidy; run go mod tidy"; \
-		cp /tmp/schedstatd.go.mod.bak go.mod; cp /tmp/schedstatd.go.sum.bak go.sum; exit 1; fi
+		cp "$$tmp"/go.mod "$$tmp"/go.sum .; exit 1; fi
 
 # fuzz runs every fuzz target for FUZZTIME; fuzz-smoke for a few seconds
 # each, as CI does. Inputs a fuzzer finds land in testdata/fuzz as seeds.

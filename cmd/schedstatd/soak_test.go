@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"net/http"
 	"os"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
@@ -90,7 +91,8 @@ type soaked struct {
 }
 
 // TestSoak runs the daemon under continuous thread and process churn in a
-// test cgroup, scraping every second: no counter may ever fall, and memory,
+// test cgroup, scraping every second: no counter of the test's cgroups may
+// ever fall, and memory,
 // fds and goroutines must come back once the churn stops. Two daemons soak
 // side by side over the same churn, one per task source: the procfs source
 // keeps an fd per task, the iterator keeps none, and each has its own ways
@@ -100,6 +102,9 @@ func TestSoak(t *testing.T) {
 		t.Skip("soak runs for a minute or more")
 	}
 	cg := testcg.Make(t, testcg.Default())
+	// The id label of the test cgroup: Make puts it under the root of
+	// the hierarchy the daemon walks.
+	own := "/" + filepath.Base(cg)
 	var daemons []*soaked
 	for _, source := range []string{"auto", "procfs"} {
 		d := startBinary(t, plainBinary(t), nil, "--collect.source="+source)
@@ -126,6 +131,12 @@ func TestSoak(t *testing.T) {
 			seen := map[string]float64{}
 			for _, name := range containerCounters {
 				for _, m := range mfs[name].GetMetric() {
+					// Only the test's own cgroups: others on the machine
+					// may be removed and made again (a new series from 0)
+					// by whatever else runs.
+					if id := idLabel(m); id != own && !strings.HasPrefix(id, own+"/") {
+						continue
+					}
 					key := name + seriesID(m)
 					v := m.GetCounter().GetValue()
 					if prev, ok := s.last[key]; ok && v < prev {
@@ -134,6 +145,9 @@ func TestSoak(t *testing.T) {
 					}
 					seen[key] = v
 				}
+			}
+			if len(seen) == 0 {
+				t.Fatalf("--collect.source=%s: no series of the test cgroup %s", s.source, own)
 			}
 			s.last = seen
 		}
@@ -170,6 +184,16 @@ func TestSoak(t *testing.T) {
 			t.Errorf("--collect.source=%s: only %.0f task exits in %v: the churn did not run", s.source, exits, soak)
 		}
 	}
+}
+
+// idLabel returns the value of m's id label.
+func idLabel(m *dto.Metric) string {
+	for _, lp := range m.GetLabel() {
+		if lp.GetName() == "id" {
+			return lp.GetValue()
+		}
+	}
+	return ""
 }
 
 // seriesID returns the id label of m.
