@@ -136,7 +136,7 @@ func TestTopHostileNamesInTmux(t *testing.T) {
 	base, _ := hostileTree(t)
 	d := startDaemon(t, "--collect.interval=200ms")
 	script := strconv.Quote(binary(t)) + " top --from=http://" + d.addr + "/metrics --interval=500ms --view=cgroups --sort=name --filter=" + strconv.Quote(base[1:])
-	x.run(false, "new-session", "-d", "-s", "top", "-x", "100", "-y", "30", "/bin/sh", "-c", script)
+	x.run(false, "new-session", "-d", "-s", "top", "-x", "160", "-y", "30", "/bin/sh", "-c", script)
 	lines := x.await("the five test cgroups", func(_ []string, s string) bool {
 		return strings.Contains(s, "5 of ") && strings.Contains(s, "node  run ")
 	})
@@ -150,7 +150,7 @@ func TestTopHostileNamesInTmux(t *testing.T) {
 		t.Fatalf("want the header and 5 rows, got:\n%s", strings.Join(lines, "\n"))
 	}
 	for _, r := range rows {
-		if cellWidth(r) != cellWidth(rows[0]) || cellWidth(r) > 100 {
+		if cellWidth(r) != cellWidth(rows[0]) || cellWidth(r) > 160 {
 			t.Errorf("row %q is %d cells, the header %d", r, cellWidth(r), cellWidth(rows[0]))
 		}
 	}
@@ -177,7 +177,7 @@ func TestTopOnceHostileNames(t *testing.T) {
 	}
 	lines := strings.Split(strings.TrimSuffix(r.stdout, "\n"), "\n")
 	for _, l := range lines[3:] {
-		if n := cellWidth(l); n > 120 {
+		if n := cellWidth(l); n > 160 {
 			t.Errorf("a line of %d cells: %q", n, l)
 		}
 		if strings.ContainsAny(l, "\t\r\x1b") {
