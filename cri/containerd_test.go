@@ -57,7 +57,9 @@ func (n *realNode) want() map[string]collector.ContainerLabels {
 	}
 	for _, p := range []*containerdtest.Pod{n.batch, n.shop} {
 		m[p.CgroupID()] = collector.ContainerLabels{Pod: p.Name, Namespace: p.Namespace}
-		m[p.SandboxCgroupID()] = collector.ContainerLabels{Pod: p.Name, Namespace: p.Namespace}
+		// The sandbox (pause) container's image, from containerd's
+		// verbose Status (its sandbox_image), as cAdvisor shows it.
+		m[p.SandboxCgroupID()] = collector.ContainerLabels{Pod: p.Name, Namespace: p.Namespace, Image: containerdtest.PauseImage.Name}
 	}
 	for _, c := range []*containerdtest.Container{n.crunch, n.web} {
 		m[c.CgroupID()] = collector.ContainerLabels{Container: c.Name, Pod: c.Pod.Name, Namespace: c.Pod.Namespace, Image: c.Image}

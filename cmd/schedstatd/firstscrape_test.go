@@ -1,6 +1,8 @@
 package main
 
 import (
+	"crypto/rand"
+	"encoding/hex"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -59,4 +61,20 @@ func TestNewContainerLabelledOnFirstScrape(t *testing.T) {
 	if img := seriesLabels(mfs, "container_schedstat_tasks", sandboxID)["image"]; img != "registry.k8s.io/pause:3.9" {
 		t.Errorf("sandbox cgroup: image=%q, want the sandbox image", img)
 	}
+}
+
+// randomHex returns n random bytes in hex.
+func randomHex(t *testing.T, n int) string {
+	t.Helper()
+	b := make([]byte, n)
+	if _, err := rand.Read(b); err != nil {
+		t.Fatal(err)
+	}
+	return hex.EncodeToString(b)
+}
+
+// randomUID returns a random pod uid, as the API server makes them.
+func randomUID(t *testing.T) string {
+	h := randomHex(t, 16)
+	return h[:8] + "-" + h[8:12] + "-" + h[12:16] + "-" + h[16:20] + "-" + h[20:]
 }
