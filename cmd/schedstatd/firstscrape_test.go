@@ -1,8 +1,6 @@
 package main
 
 import (
-	"crypto/rand"
-	"encoding/hex"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -25,7 +23,7 @@ import (
 // carries the sandbox image.
 func TestNewContainerLabelledOnFirstScrape(t *testing.T) {
 	e2e.RequireRoot(t)
-	root := testcg.Make(t, "cpuacct")
+	root := testcg.Make(t, testcg.Default())
 	base := "/" + filepath.Base(root)
 	uid, sandbox, id := randomUID(t), randomHex(t, 32), randomHex(t, 32)
 	rt := fakecri.New()
@@ -61,16 +59,6 @@ func TestNewContainerLabelledOnFirstScrape(t *testing.T) {
 	if img := seriesLabels(mfs, "container_schedstat_tasks", sandboxID)["image"]; img != "registry.k8s.io/pause:3.9" {
 		t.Errorf("sandbox cgroup: image=%q, want the sandbox image", img)
 	}
-}
-
-// randomHex returns n random bytes in hex.
-func randomHex(t *testing.T, n int) string {
-	t.Helper()
-	b := make([]byte, n)
-	if _, err := rand.Read(b); err != nil {
-		t.Fatal(err)
-	}
-	return hex.EncodeToString(b)
 }
 
 // randomUID returns a random pod uid, as the API server makes them.

@@ -32,7 +32,7 @@ var hostileNames = []struct{ dir, label string }{
 // own metrics included, with the names made valid and distinct, and that
 // promtool finds nothing wrong with it.
 func TestHostileCgroupNames(t *testing.T) {
-	cg := testcg.Make(t, "cpuacct")
+	cg := testcg.Make(t, testcg.Default())
 	base := "/" + filepath.Base(cg)
 	for _, n := range hostileNames {
 		if err := os.Mkdir(filepath.Join(cg, n.dir), 0o755); err != nil {
@@ -94,7 +94,7 @@ func TestHostileCgroupNames(t *testing.T) {
 // and one with a name of 250 bytes, and returns the test cgroup's id.
 func hostileTree(t *testing.T) (base, long string) {
 	t.Helper()
-	cg := testcg.Make(t, "cpuacct")
+	cg := testcg.Make(t, testcg.Default())
 	long = "long-" + strings.Repeat("x", 240) + "-end"
 	for _, n := range append([]string{long}, hostileDirs()...) {
 		if err := os.Mkdir(filepath.Join(cg, n), 0o755); err != nil {
