@@ -10,10 +10,10 @@ import (
 	"github.com/schedstatd/schedstatd/internal/containerdtest"
 )
 
-// startGapNode starts a containerd, the daemon with its default collect
+// startContainerdNode starts a containerd, the daemon with its default collect
 // interval, as it ships, and then a burstable pod, so the daemon sees all
 // of the pod's life.
-func startGapNode(t *testing.T) (*containerdtest.Containerd, *containerdtest.Pod, *ctdScraper) {
+func startContainerdNode(t *testing.T) (*containerdtest.Containerd, *containerdtest.Pod, *ctdScraper) {
 	c := containerdtest.Start(t)
 	s := &ctdScraper{t: t, client: &http.Client{Timeout: 10 * time.Second}, root: c.CgroupRoot}
 	s.d = startDaemon(t, "--container-runtime-endpoint=unix://"+c.Socket)
@@ -33,7 +33,7 @@ func startGapNode(t *testing.T) (*containerdtest.Containerd, *containerdtest.Pod
 // first scrape must name the container: the runtime is asked after each
 // background pass that finds a new id.
 func TestContainerdFirstScrapeLabelled(t *testing.T) {
-	c, pod, s := startGapNode(t)
+	c, pod, s := startContainerdNode(t)
 	ctr := c.StartContainer(pod, "crunch", containerdtest.BusyboxImage.Name, "/bin/sh", "-c", "sleep 600")
 	time.Sleep(3 * time.Second)
 	mfs := s.scrape()
@@ -45,7 +45,7 @@ func TestContainerdFirstScrapeLabelled(t *testing.T) {
 // TestContainerdSandboxImage checks that a pod's sandbox cgroup has the
 // sandbox image as its image label, as cAdvisor shows it.
 func TestContainerdSandboxImage(t *testing.T) {
-	_, pod, s := startGapNode(t)
+	_, pod, s := startContainerdNode(t)
 	s.await("the sandbox's image label", 10*time.Second, func(mfs map[string]*dto.MetricFamily) string {
 		if got := seriesLabels(mfs, "container_schedstat_tasks", pod.SandboxCgroupID())["image"]; got != containerdtest.PauseImage.Name {
 			return fmt.Sprintf("image label %q, want %q", got, containerdtest.PauseImage.Name)

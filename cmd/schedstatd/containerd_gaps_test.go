@@ -45,7 +45,7 @@ const burstScript = "i=0; while [ $i -lt 60000 ]; do i=$((i+1)); done"
 // walked-hierarchy id, a container whose burst exited before the first
 // pass listed its cgroup got 0.06-0.07.)
 func TestContainerdGapShortContainerCoverage(t *testing.T) {
-	c, pod, s := startGapNode(t)
+	c, pod, s := startContainerdNode(t)
 	podDir := containerdtest.CgroupDir("cpuacct", pod.CgroupID())
 	time.Sleep(2500 * time.Millisecond)
 	sandboxRun, _ := value(s.scrape(), "container_cpu_schedstat_run_seconds_total", pod.CgroupID())
