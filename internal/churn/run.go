@@ -85,6 +85,17 @@ func (p *Proc) Wait(t testing.TB, timeout time.Duration) []int32 {
 	return tids
 }
 
+// Exited reports, without waiting, whether the helper has exited.
+func (p *Proc) Exited() bool {
+	select {
+	case err := <-p.done:
+		p.done <- err
+		return true
+	default:
+		return false
+	}
+}
+
 // PID returns the helper's process id.
 func (p *Proc) PID() int { return p.cmd.Process.Pid }
 
