@@ -51,6 +51,8 @@ type config struct {
 	exitCapture string
 	// collectSource is auto, iter or procfs.
 	collectSource string
+	// state is the state file's (state.go).
+	state stateConfig
 }
 
 func main() {
@@ -96,6 +98,7 @@ func parseFlags(app *kingpin.Application) *config {
 	app.Flag("collect.source", "Where threads are listed and read: iter reads every thread in one BPF task-iterator read per pass (kernel BTF and CAP_BPF with CAP_PERFMON, or root); procfs reads cgroup thread lists and one /proc file per thread; auto uses iter where it loads.").Default("auto").EnumVar(&cfg.collectSource, "auto", "iter", "procfs")
 	app.Flag("exit-capture", "Count each thread's time up to its exit with an eBPF program on sched_switch: auto uses it when kernel BTF and CAP_BPF with CAP_PERFMON (or root) allow, on requires it, off polls only.").Default(string(loadmode.Auto)).EnumVar(&cfg.exitCapture, loadmode.Modes()...)
 	app.Flag("container-runtime-endpoint", "CRI socket of the container runtime, for the container, pod, namespace and image labels: auto takes the first of "+strings.Join(cri.DefaultEndpoints, ", ")+" that exists; none turns the lookup off.").Default(cri.Auto).StringVar(&cfg.runtimeEndpoint)
+	addStateFlags(app, &cfg.state)
 	flag.AddFlags(app, &cfg.log)
 	app.Version(version.Print("schedstatd"))
 	app.HelpFlag.Short('h')
@@ -128,13 +131,17 @@ func serve(cfg *config, logger *slog.Logger) error {
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
 	defer stop()
 
-	poller := collector.NewPoller(container.NewTable(src.lister, src.tasks), cfg.interval, logger)
+	table := container.NewTable(src.lister, src.tasks)
+	keeper := openState(cfg, table, logger)
+	defer keeper.Close()
+	poller := collector.NewPoller(table, cfg.interval, logger)
 	poller.BeforePass(src.exits.Feed)
+	keepState(poller, keeper)
 	polled := make(chan error, 1)
 	go func() { polled <- poller.Run(ctx) }()
 
 	server := &http.Server{
-		Handler:           newMux(cfg, poller, logger, src.exporterOptions(), src.collectors(poller)...),
+		Handler:           newMux(cfg, poller, logger, src.exporterOptions(), append(src.collectors(poller), keeper)...),
 		ReadHeaderTimeout: cfg.headerWait,
 		ReadTimeout:       30 * time.Second,
 		IdleTimeout:       2 * time.Minute,
