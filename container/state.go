@@ -151,11 +151,16 @@ func (t *Table) StateInto(s *State) {
 	default:
 		return
 	}
-	index := make(map[*cgroupState]int, len(set.byID))
+	// Indexes are kept in the cgroups themselves while the State is
+	// built: one look-up per task, without a map.
+	gen := t.stateGen + 1
+	t.stateGen = gen
+	mark := func(cg *cgroupState, i int) { cg.stateIndex, cg.stateGen = i, gen }
+	has := func(cg *cgroupState) bool { return cg.stateGen == gen }
 	var emit func(cg *cgroupState) int
 	emit = func(cg *cgroupState) int {
-		if i, ok := index[cg]; ok {
-			return i
+		if has(cg) {
+			return cg.stateIndex
 		}
 		parent := -1
 		if cg != root {
@@ -168,14 +173,14 @@ func (t *Table) StateInto(s *State) {
 			}
 			parent = emit(p)
 		}
-		index[cg] = len(s.Cgroups)
+		mark(cg, len(s.Cgroups))
 		s.Cgroups = append(s.Cgroups, CgroupState{
 			ID: cg.id, Parent: parent, Path: cg.path,
 			HoldsPath: set.byPath[cg.path] == cg,
 			Own:       cg.own, Base: cg.base,
 			UsageBase: cg.usage.base, UsageLastNanoseconds: cg.usage.last, HasUsage: cg.usage.has,
 		})
-		return index[cg]
+		return cg.stateIndex
 	}
 	emit(root)
 	for _, cg := range set.order {
@@ -183,12 +188,12 @@ func (t *Table) StateInto(s *State) {
 			emit(cg)
 		}
 	}
-	if len(index) < len(set.byID) {
+	if len(s.Cgroups) < len(set.byID) {
 		// Cgroups an aborted pass did not list: in id order, for a
 		// file that does not change when nothing did.
-		rest := make([]*cgroupState, 0, len(set.byID)-len(index))
+		var rest []*cgroupState
 		for _, cg := range set.byID {
-			if _, ok := index[cg]; !ok {
+			if !has(cg) {
 				rest = append(rest, cg)
 			}
 		}
@@ -198,10 +203,13 @@ func (t *Table) StateInto(s *State) {
 		}
 	}
 	cgIndex := func(cg *cgroupState) int {
-		if i, ok := index[cg.live()]; ok {
-			return i
+		if cg = cg.live(); has(cg) {
+			return cg.stateIndex
 		}
 		return 0
+	}
+	if cap(s.Tasks) < len(t.tasks) {
+		s.Tasks = make([]TaskState, 0, len(t.tasks)+len(t.tasks)/8)
 	}
 	for tid, e := range t.tasks {
 		s.Tasks = append(s.Tasks, TaskState{TID: tid, StartTime: e.start, Last: e.last, Cgroup: cgIndex(e.cg)})

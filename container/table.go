@@ -55,6 +55,7 @@ type Table struct {
 	// restored what it brought back (restore.go).
 	restore  *restoreState
 	restored RestoreStats
+	stateGen uint64 // StateInto calls, to tell current indexes from old
 }
 
 // NewTable returns a table that lists cgroups with lister and opens tasks
