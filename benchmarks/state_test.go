@@ -9,6 +9,7 @@ import (
 	"github.com/schedstatd/schedstatd/container"
 	"github.com/schedstatd/schedstatd/internal/e2e"
 	"github.com/schedstatd/schedstatd/internal/testproc"
+	"github.com/schedstatd/schedstatd/procsource"
 	"github.com/schedstatd/schedstatd/state"
 )
 
@@ -29,7 +30,7 @@ func BenchmarkStateWrite(b *testing.B) {
 		top, leaves := makePods(b, pods)
 		p := testproc.StartSleepers(b, threads)
 		place(b, top, leaves, p)
-		table := container.NewTable(openTop(b, top), container.ProcOpener{Root: "/proc"})
+		table := container.NewTable(openTop(b, top), procsource.Opener{Root: "/proc"})
 		tasks := warm(b, table).Cgroups[0].Tasks
 		if tasks < threads {
 			b.Fatalf("a pass read %d tasks of %d threads", tasks, threads)

@@ -92,22 +92,22 @@ func badFiles() map[string]struct {
 		"reserved set":     {edit(func(b []byte) []byte { b[10] = 1; return reseal(b) }), state.ErrCorrupt},
 		"not a state file": {[]byte(`{"cgroups": []}`), state.ErrNotState},
 		"zeros":            {make([]byte, 4096), state.ErrNotState},
-		"huge count": {edit(func(b []byte) []byte {
-			// The tombstone count, the body's last entry but one byte
+		"huge count": {func() []byte {
+			// The tombstone count, the body's last entry and one byte
 			// wide here, claims more entries than the body could hold.
 			f := sample()
 			f.Table.Tombstones = nil
-			b = state.Append(nil, f)
+			b := state.Append(nil, f)
 			b[len(b)-5] = 0x7f
 			return reseal(b)
-		}), state.ErrCorrupt},
-		"sealed nonsense": {edit(func(b []byte) []byte {
+		}(), state.ErrCorrupt},
+		"sealed nonsense": {func() []byte {
 			// A valid checksum over a body that does not describe a
 			// table: the first cgroup's parent is itself.
 			f := sample()
 			f.Table.Cgroups[1].Parent = 1
 			return state.Append(nil, f)
-		}), state.ErrCorrupt},
+		}(), state.ErrCorrupt},
 	}
 	return m
 }
