@@ -222,6 +222,7 @@ func (t *Table) StateInto(s *State) {
 			}
 		}
 	}
+	s.Tombstones = slices.Grow(s.Tombstones, set.tombs.len())
 	for path, ts := range set.tombs.byPath {
 		if _, held := set.byPath[path]; held {
 			continue
