@@ -38,6 +38,7 @@ func TestFailFast(t *testing.T) {
 		{"web config naming missing files", []string{"--web.config.file=" + missingCert}, "missing-cert.yml"},
 		{"zero interval", []string{"--collect.interval=0s"}, "--collect.interval must be positive"},
 		{"bad duration", []string{"--collect.interval=soon"}, "soon"},
+		{"zero state interval", []string{"--state.interval=0s"}, "--state.interval must be positive"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			cmd := exec.Command(binary(t), append([]string{"--web.listen-address=" + freeAddr(t)}, tc.args...)...)

@@ -132,7 +132,10 @@ func serve(cfg *config, logger *slog.Logger) error {
 	defer stop()
 
 	table := container.NewTable(src.lister, src.tasks)
-	keeper := openState(cfg, table, logger)
+	keeper, err := openState(cfg, table, logger)
+	if err != nil {
+		return err
+	}
 	defer keeper.Close()
 	poller := collector.NewPoller(table, cfg.interval, logger)
 	poller.BeforePass(src.exits.Feed)

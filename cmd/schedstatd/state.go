@@ -1,6 +1,7 @@
 package main
 
 import (
+	"fmt"
 	"log/slog"
 	"time"
 
@@ -29,9 +30,12 @@ func addStateFlags(app *kingpin.Application, c *stateConfig) {
 }
 
 // openState restores table from the state file the flags name and returns
-// the keeper that goes on writing it. Whatever fails, the daemon runs on
-// from zero and the log says why, once.
-func openState(cfg *config, table *container.Table, logger *slog.Logger) *state.Keeper {
+// the keeper that goes on writing it. Only a bad flag is an error: whatever
+// else fails, the daemon runs on from zero and the log says why, once.
+func openState(cfg *config, table *container.Table, logger *slog.Logger) (*state.Keeper, error) {
+	if cfg.state.interval <= 0 {
+		return nil, fmt.Errorf("--state.interval must be positive, got %s", cfg.state.interval)
+	}
 	sc := state.Config{Path: cfg.state.path, Interval: cfg.state.interval, Logger: logger}
 	if sc.Path != "" {
 		origin, err := stateOrigin(cfg)
@@ -43,7 +47,7 @@ func openState(cfg *config, table *container.Table, logger *slog.Logger) *state.
 	}
 	k := state.NewKeeper(sc)
 	k.Restore(table)
-	return k
+	return k, nil
 }
 
 // stateOrigin returns the boot and hierarchy a state file must match.
