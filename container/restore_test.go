@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/google/go-cmp/cmp/cmpopts"
 	"github.com/schedstatd/schedstatd/container"
 	"github.com/schedstatd/schedstatd/schedstat"
 )
@@ -191,5 +192,29 @@ func TestRestoreRefused(t *testing.T) {
 				t.Errorf("after a refused restore, / = %+v", got)
 			}
 		})
+	}
+}
+
+// TestStateOfRestoredTable checks that a restored table that has not run a
+// pass yet (a daemon stopped again at once) saves what it was given.
+func TestStateOfRestoredTable(t *testing.T) {
+	r := newRig(t, "/", "/a", "/a/b")
+	r.spawn(10, 100, 10, 1)
+	r.spawn(11, 200, 20, 2)
+	r.tree.Set("/a/b", 10)
+	r.tree.Set("/a", 11)
+	r.pass()
+	r.tree.Rmdir("/a/b")
+	r.tree.Set("/a", 11, 10)
+	r.pass() // /a/b is a tombstone now
+	want := r.table.State()
+	r.restart()
+	got := r.table.State()
+	byTID := cmpopts.SortSlices(func(a, b container.TaskState) bool { return a.TID < b.TID })
+	if diff := cmp.Diff(want, got, byTID); diff != "" {
+		t.Errorf("state of the restored table (-saved +got):\n%s", diff)
+	}
+	if len(got.Tombstones) != 1 || len(got.Tasks) != 2 {
+		t.Errorf("state holds %d tombstones and %d tasks, want 1 and 2", len(got.Tombstones), len(got.Tasks))
 	}
 }
