@@ -90,7 +90,7 @@ func (t *Table) Restore(s State) error {
 	for i, c := range s.Cgroups {
 		cg := &cgroupState{
 			id: c.ID, path: c.Path, own: c.Own, base: c.Base, total: c.Own,
-			usage: monotonic{base: c.UsageBase, last: c.UsageLastNanoseconds, has: c.HasUsage},
+			kernel: loadKernel(&c.Kernel),
 		}
 		if c.Parent >= 0 {
 			cg.parent = cgs[c.Parent]
@@ -101,7 +101,7 @@ func (t *Table) Restore(s State) error {
 		if c.HoldsPath {
 			set.byPath[c.Path] = cg
 		}
-		rs.cgroups[cg] = restoredCgroup{run: c.Own.RunNanoseconds, usage: c.UsageLastNanoseconds, hasUsage: c.HasUsage}
+		rs.cgroups[cg] = restoredCgroup{run: c.Own.RunNanoseconds, usage: c.Kernel[0].Last, hasUsage: c.Kernel[0].Has}
 	}
 	// Totals as the last rollup had them: a path made again under a new
 	// id, or removed, carries on from them.
@@ -112,7 +112,7 @@ func (t *Table) Restore(s State) error {
 	tombs := slices.Clone(s.Tombstones)
 	slices.SortStableFunc(tombs, func(a, b TombstoneState) int { return cmp.Compare(a.RemovedAt, b.RemovedAt) })
 	for _, ts := range tombs {
-		set.tombs.put(ts.Path, tombstone{stat: ts.Stat, usage: ts.UsageNanoseconds}, ts.RemovedAt)
+		set.tombs.put(ts.Path, tombstone{stat: ts.Stat, kernel: loadKernel(&ts.Kernel)}, ts.RemovedAt)
 	}
 	for _, x := range s.Tasks {
 		rs.tasks[x.TID] = restoredTask{start: x.StartTime, last: x.Last, cg: cgs[x.Cgroup]}

@@ -6,6 +6,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/google/go-cmp/cmp/cmpopts"
+	"github.com/schedstatd/schedstatd/cgroupfs"
 	"github.com/schedstatd/schedstatd/container"
 	"github.com/schedstatd/schedstatd/schedstat"
 )
@@ -216,5 +217,26 @@ func TestStateOfRestoredTable(t *testing.T) {
 	}
 	if len(got.Tombstones) != 1 || len(got.Tasks) != 2 {
 		t.Errorf("state holds %d tombstones and %d tasks, want 1 and 2", len(got.Tombstones), len(got.Tasks))
+	}
+}
+
+// TestRestoreKeepsKernelCounters checks that the kernel's counters of a
+// cgroup (bandwidth, pressure) go on across a restart, also for a path made
+// again meanwhile, whose counter started over.
+func TestRestoreKeepsKernelCounters(t *testing.T) {
+	r := newRig(t, "/", "/a")
+	c := &r.tree.Cgroups[r.tree.Index("/a")]
+	c.Pressure = cgroupfs.Pressure{SomeNanoseconds: 500, HasSome: true}
+	c.Bandwidth = cgroupfs.Bandwidth{Periods: 10, ThrottledPeriods: 2, ThrottledNanoseconds: 70, HasThrottling: true}
+	r.pass()
+	r.restart()
+	r.tree.Rmdir("/a")
+	r.tree.Mkdir("/a")
+	c = &r.tree.Cgroups[r.tree.Index("/a")]
+	c.Pressure = cgroupfs.Pressure{SomeNanoseconds: 5, HasSome: true}
+	c.Bandwidth = cgroupfs.Bandwidth{Periods: 1, HasThrottling: true}
+	got, _ := r.pass().Lookup("/a")
+	if got.Pressure.SomeNanoseconds != 505 || got.Bandwidth.Periods != 11 || got.Bandwidth.ThrottledNanoseconds != 70 {
+		t.Errorf("after a restart and /a made again: pressure %+v, bandwidth %+v", got.Pressure, got.Bandwidth)
 	}
 }

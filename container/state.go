@@ -45,11 +45,44 @@ type CgroupState struct {
 	// included; Base is the offset its series go on from (what the path
 	// showed before this cgroup took it over).
 	Own, Base schedstat.Stat
-	// UsageBase and UsageLastNanoseconds are the cgroup's kernel CPU
-	// counter made monotonic: the offset and the last reading, valid when
-	// HasUsage is true. The exported value is their sum.
-	UsageBase, UsageLastNanoseconds uint64
-	HasUsage                        bool
+	// Kernel are the cgroup's own kernel counters made monotonic, in the
+	// order of KernelCounterNames.
+	Kernel [NumKernelCounters]KernelCounter
+}
+
+// NumKernelCounters is the number of a cgroup's kernel counters a State
+// keeps.
+const NumKernelCounters = 8
+
+// KernelCounterNames names the kernel counters of CgroupState.Kernel and
+// TombstoneState.Kernel, in order: the CPU usage (the oracle), then CFS
+// bandwidth and CPU pressure, in nanoseconds or counts.
+var KernelCounterNames = [NumKernelCounters]string{"usage", "periods", "throttled_periods", "throttled", "bursts", "burst", "pressure_some", "pressure_full"}
+
+// KernelCounter is one kernel counter made monotonic: the exported value is
+// Base plus Last, the last reading; Has reports that it was ever read.
+type KernelCounter struct {
+	Base, Last uint64
+	Has        bool
+}
+
+// The State's counters are the table's, in the same order.
+var _ = [NumKernelCounters]*monotonic((&kernelCounters{}).all())
+
+// saveKernel returns k's counters for a State.
+func saveKernel(k *kernelCounters) (out [NumKernelCounters]KernelCounter) {
+	for i, m := range k.all() {
+		out[i] = KernelCounter{Base: m.base, Last: m.last, Has: m.has}
+	}
+	return out
+}
+
+// loadKernel returns the counters a State saved.
+func loadKernel(in *[NumKernelCounters]KernelCounter) (k kernelCounters) {
+	for i, m := range k.all() {
+		*m = monotonic{base: in[i].Base, last: in[i].Last, has: in[i].Has}
+	}
+	return k
 }
 
 // TaskState is one tracked task in a State.
@@ -69,9 +102,9 @@ type TaskState struct {
 type TombstoneState struct {
 	// Path is the removed cgroup's path.
 	Path string
-	// Stat and UsageNanoseconds are what its series showed last.
-	Stat             schedstat.Stat
-	UsageNanoseconds uint64
+	// Stat and Kernel are what its series showed last.
+	Stat   schedstat.Stat
+	Kernel [NumKernelCounters]KernelCounter
 	// RemovedAt is when it was removed, in CLOCK_MONOTONIC nanoseconds
 	// (the clock of one boot, which restarts of the daemon share).
 	RemovedAt int64
@@ -178,7 +211,7 @@ func (t *Table) StateInto(s *State) {
 			ID: cg.id, Parent: parent, Path: cg.path,
 			HoldsPath: set.byPath[cg.path] == cg,
 			Own:       cg.own, Base: cg.base,
-			UsageBase: cg.usage.base, UsageLastNanoseconds: cg.usage.last, HasUsage: cg.usage.has,
+			Kernel: saveKernel(&cg.kernel),
 		})
 		return cg.stateIndex
 	}
@@ -222,12 +255,11 @@ func (t *Table) StateInto(s *State) {
 			}
 		}
 	}
-	s.Tombstones = slices.Grow(s.Tombstones, set.tombs.len())
 	for path, ts := range set.tombs.byPath {
 		if _, held := set.byPath[path]; held {
 			continue
 		}
-		s.Tombstones = append(s.Tombstones, TombstoneState{Path: path, Stat: ts.stat, UsageNanoseconds: ts.usage, RemovedAt: ts.at})
+		s.Tombstones = append(s.Tombstones, TombstoneState{Path: path, Stat: ts.stat, Kernel: saveKernel(&ts.kernel), RemovedAt: ts.at})
 	}
 	slices.SortFunc(s.Tombstones, func(a, b TombstoneState) int {
 		return cmp.Or(cmp.Compare(a.RemovedAt, b.RemovedAt), cmp.Compare(a.Path, b.Path))

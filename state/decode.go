@@ -12,9 +12,9 @@ import (
 
 // Minimum encoded sizes, which bound the counts a body can claim.
 const (
-	minCgroup    = 13 // id, parent, flags, path length, 6 stats, 2 usage
+	minCgroup    = 13 // id, parent, flags, path length, 6 stats, 2 masks
 	minTask      = 6
-	minTombstone = 6
+	minTombstone = 7
 )
 
 // Decode parses a state file whole. A file that is not a state file, is of
@@ -142,6 +142,22 @@ func (d *decoder) count(what string, min int) int {
 	return int(n)
 }
 
+// kernel reads the counters appendKernel wrote, nk of them; counters the
+// file does not have (an older daemon kept fewer) start unread.
+func (d *decoder) kernel(k *[container.NumKernelCounters]container.KernelCounter, nk uint64) {
+	has, set := d.uvarint(), d.uvarint()
+	if (has|set)>>nk != 0 {
+		d.fail("kernel counter masks %#x, %#x for %d counters", has, set, nk)
+		return
+	}
+	for i := range nk {
+		k[i].Has = has&(1<<i) != 0
+		if set&(1<<i) != 0 {
+			k[i].Base, k[i].Last = d.uvarint(), d.uvarint()
+		}
+	}
+}
+
 func (d *decoder) file() *File {
 	f := &File{}
 	f.Origin.BootID = d.string()
@@ -150,6 +166,15 @@ func (d *decoder) file() *File {
 	f.Origin.RootInode = d.uvarint()
 	f.Written = time.Unix(0, d.varint())
 	t := &f.Table
+	nk := d.uvarint()
+	if nk == 0 || nk > 64 {
+		d.fail("%d kernel counters", nk)
+	}
+	if d.err == nil && nk > container.NumKernelCounters {
+		// Counters this daemon does not know: a newer one wrote it.
+		d.err = fmt.Errorf("%w: %d kernel counters per cgroup, this daemon keeps %d", ErrNewer, nk, container.NumKernelCounters)
+		return f
+	}
 	t.Cgroups = make([]container.CgroupState, d.count("cgroups", minCgroup))
 	for i := range t.Cgroups {
 		c := &t.Cgroups[i]
@@ -160,10 +185,10 @@ func (d *decoder) file() *File {
 		}
 		c.Parent = int(parent) - 1
 		flags := d.byte()
-		if flags&^(flagHoldsPath|flagHasUsage|flagRelative) != 0 {
+		if flags&^(flagHoldsPath|flagRelative) != 0 {
 			d.fail("cgroup %d has flags %#x", i, flags)
 		}
-		c.HoldsPath, c.HasUsage = flags&flagHoldsPath != 0, flags&flagHasUsage != 0
+		c.HoldsPath = flags&flagHoldsPath != 0
 		c.Path = d.string()
 		if flags&flagRelative != 0 && d.err == nil {
 			if c.Parent < 0 {
@@ -175,7 +200,7 @@ func (d *decoder) file() *File {
 			}
 		}
 		c.Own, c.Base = d.stat(), d.stat()
-		c.UsageBase, c.UsageLastNanoseconds = d.uvarint(), d.uvarint()
+		d.kernel(&c.Kernel, nk)
 		if d.err != nil {
 			return f
 		}
@@ -204,7 +229,7 @@ func (d *decoder) file() *File {
 		ts := &t.Tombstones[i]
 		ts.Path = d.string()
 		ts.Stat = d.stat()
-		ts.UsageNanoseconds = d.uvarint()
+		d.kernel(&ts.Kernel, nk)
 		ts.RemovedAt = d.varint()
 	}
 	return f

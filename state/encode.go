@@ -24,7 +24,7 @@ var castagnoli = crc32.MakeTable(crc32.Castagnoli)
 // cgroup flags.
 const (
 	flagHoldsPath = 1 << iota
-	flagHasUsage
+	flagUnused
 	flagRelative // the path is the parent's path, a slash and this name
 )
 
@@ -42,15 +42,13 @@ func Append(b []byte, f *File) []byte {
 	b = binary.AppendVarint(b, f.Written.UnixNano())
 
 	t := &f.Table
+	b = binary.AppendUvarint(b, container.NumKernelCounters)
 	b = binary.AppendUvarint(b, uint64(len(t.Cgroups)))
 	for i := range t.Cgroups {
 		c := &t.Cgroups[i]
 		var flags byte
 		if c.HoldsPath {
 			flags |= flagHoldsPath
-		}
-		if c.HasUsage {
-			flags |= flagHasUsage
 		}
 		path := c.Path
 		if c.Parent >= 0 && c.Parent < i {
@@ -65,8 +63,7 @@ func Append(b []byte, f *File) []byte {
 		b = appendString(b, path)
 		b = appendStat(b, c.Own)
 		b = appendStat(b, c.Base)
-		b = binary.AppendUvarint(b, c.UsageBase)
-		b = binary.AppendUvarint(b, c.UsageLastNanoseconds)
+		b = appendKernel(b, &c.Kernel)
 	}
 	b = binary.AppendUvarint(b, uint64(len(t.Tasks)))
 	for i := range t.Tasks {
@@ -81,7 +78,7 @@ func Append(b []byte, f *File) []byte {
 		ts := &t.Tombstones[i]
 		b = appendString(b, ts.Path)
 		b = appendStat(b, ts.Stat)
-		b = binary.AppendUvarint(b, ts.UsageNanoseconds)
+		b = appendKernel(b, &ts.Kernel)
 		b = binary.AppendVarint(b, ts.RemovedAt)
 	}
 	binary.LittleEndian.PutUint32(b[start+12:], uint32(len(b)-body))
@@ -99,6 +96,29 @@ func childName(parent, path string) (string, bool) {
 		return "", false
 	}
 	return name, true
+}
+
+// appendKernel appends a mask of the counters ever read, a mask of those
+// not all zero, and the base and last reading of each of the latter.
+func appendKernel(b []byte, k *[container.NumKernelCounters]container.KernelCounter) []byte {
+	var has, set uint64
+	for i, c := range k {
+		if c.Has {
+			has |= 1 << i
+		}
+		if c.Base != 0 || c.Last != 0 {
+			set |= 1 << i
+		}
+	}
+	b = binary.AppendUvarint(b, has)
+	b = binary.AppendUvarint(b, set)
+	for i, c := range k {
+		if set&(1<<i) != 0 {
+			b = binary.AppendUvarint(b, c.Base)
+			b = binary.AppendUvarint(b, c.Last)
+		}
+	}
+	return b
 }
 
 func appendString(b []byte, s string) []byte {

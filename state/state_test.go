@@ -21,6 +21,16 @@ func stat(run, wait, slices uint64) schedstat.Stat {
 	return schedstat.Stat{RunNanoseconds: run, WaitNanoseconds: wait, Timeslices: slices}
 }
 
+// kernel returns kernel counters with the usage (base, last) and pressure
+// some (base, last) set and read, and a throttling counter carried over
+// from a predecessor but never read.
+func kernel(usageBase, usage, someBase, some uint64) (k [container.NumKernelCounters]container.KernelCounter) {
+	k[0] = container.KernelCounter{Base: usageBase, Last: usage, Has: true}
+	k[6] = container.KernelCounter{Base: someBase, Last: some, Has: some != 0}
+	k[3] = container.KernelCounter{Base: usageBase}
+	return k
+}
+
 // sample is a file with every kind of entry: a root, a child whose path
 // extends its parent's, a renamed one that does not, a removed cgroup
 // sharing a path, tasks and tombstones.
@@ -30,8 +40,8 @@ func sample() *state.File {
 		Written: time.Unix(1764578000, 123456789),
 		Table: container.State{
 			Cgroups: []container.CgroupState{
-				{ID: 1, Parent: -1, Path: "/", HoldsPath: true, Own: stat(1e9, 2e8, 300), UsageLastNanoseconds: 2e9, HasUsage: true},
-				{ID: 4026, Parent: 0, Path: "/kubepods", HoldsPath: true, Own: stat(5, 6, 7), Base: stat(1, 2, 3), UsageBase: 9, UsageLastNanoseconds: 10, HasUsage: true},
+				{ID: 1, Parent: -1, Path: "/", HoldsPath: true, Own: stat(1e9, 2e8, 300), Kernel: kernel(0, 2e9, 0, 7e9)},
+				{ID: 4026, Parent: 0, Path: "/kubepods", HoldsPath: true, Own: stat(5, 6, 7), Base: stat(1, 2, 3), Kernel: kernel(9, 10, 1, 2)},
 				{ID: 4027, Parent: 1, Path: "/kubepods/pod1", HoldsPath: true},
 				{ID: 4028, Parent: 1, Path: "/elsewhere/renamed", HoldsPath: true},
 				{ID: 4029, Parent: 2, Path: "/kubepods/pod1/c"},
@@ -41,7 +51,7 @@ func sample() *state.File {
 				{TID: 4194304, StartTime: 1 << 40, Last: stat(1<<63, 1<<62, 1<<61), Cgroup: 4},
 			},
 			Tombstones: []container.TombstoneState{
-				{Path: "/kubepods/gone", Stat: stat(8, 9, 10), UsageNanoseconds: 11, RemovedAt: 12345},
+				{Path: "/kubepods/gone", Stat: stat(8, 9, 10), Kernel: kernel(0, 11, 0, 0), RemovedAt: 12345},
 			},
 		},
 	}
