@@ -127,7 +127,7 @@ func TestStateRestart(t *testing.T) {
 			}
 			key := `{id="` + id + `"}`
 			run := after["container_cpu_schedstat_run_seconds_total"+key] - before["container_cpu_schedstat_run_seconds_total"+key]
-			usage := after["container_cpu_usage_seconds_total"+key] - before["container_cpu_usage_seconds_total"+key]
+			usage := after["container_cpu_schedstat_usage_seconds_total"+key] - before["container_cpu_schedstat_usage_seconds_total"+key]
 			t.Logf("%v, down %v: %s increased run %.6fs, usage %.6fs: run/usage %.5f; filled %.6fs, %v tasks resumed",
 				tc.sig, down.Round(time.Millisecond), id, run, usage, run/usage,
 				selfMetric(mfs2, "schedstatd_state_filled_run_seconds", ""), selfMetric(mfs2, "schedstatd_state_resumed_tasks", ""))
@@ -155,9 +155,9 @@ func bracketed(t *testing.T, d *daemon, cg, id string) map[string]*dto.MetricFam
 	k0 := float64(testcg.Usage(t, cg)) / 1e9
 	mfs := scrape(t, http.DefaultClient, "http://"+d.addr+"/metrics")
 	k1 := float64(testcg.Usage(t, cg)) / 1e9
-	v, ok := value(mfs, "container_cpu_usage_seconds_total", id)
+	v, ok := value(mfs, "container_cpu_schedstat_usage_seconds_total", id)
 	if !ok || v < k0-1e-6 || v > k1+1e-6 {
-		t.Errorf("container_cpu_usage_seconds_total{id=%q} = %.9f (%v), the kernel's read %.9f before and %.9f after", id, v, ok, k0, k1)
+		t.Errorf("container_cpu_schedstat_usage_seconds_total{id=%q} = %.9f (%v), the kernel's read %.9f before and %.9f after", id, v, ok, k0, k1)
 	}
 	return mfs
 }
