@@ -15,6 +15,9 @@ import (
 // the Poller calls itself unhealthy.
 const staleIntervals = 3
 
+// finalPassTimeout bounds the pass run at the end for the BeforeClose hook.
+const finalPassTimeout = 2 * time.Second
+
 // Poller runs passes of one task table, in the background and on request.
 // Its methods may be called from any goroutine; Run owns the table.
 type Poller struct {
@@ -76,8 +79,8 @@ func (p *Poller) BeforePass(hook func(*container.Table)) { p.beforePass = hook }
 func (p *Poller) AfterPass(hook func(t *container.Table, requested bool)) { p.afterPass = hook }
 
 // BeforeClose sets a hook that Run's goroutine calls with the table once
-// its context is done, before it closes the table. It must be called
-// before Run.
+// its context is done, after one last pass (of at most finalPassTimeout)
+// and before it closes the table. It must be called before Run.
 func (p *Poller) BeforeClose(hook func(*container.Table)) { p.beforeClose = hook }
 
 // Duration is the histogram of pass durations, for registration.
@@ -97,6 +100,12 @@ func (p *Poller) Run(ctx context.Context) error {
 		select {
 		case <-ctx.Done():
 			if p.beforeClose != nil {
+				// The pass ctx ended may have been cut short, its
+				// cgroups' counters read and their threads not: one
+				// more, bounded, leaves the table whole for the hook.
+				fctx, cancel := context.WithTimeout(context.Background(), finalPassTimeout)
+				p.pass(fctx)
+				cancel()
 				p.beforeClose(p.table)
 			}
 			return nil

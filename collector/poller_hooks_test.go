@@ -13,8 +13,8 @@ import (
 
 // TestPollerStateHooks checks that the hooks a state file is written from
 // run on Run's goroutine: after every pass, saying whether a scrape waits
-// for it, before the scrape gets its answer; and once at the end, before
-// the table is closed.
+// for it, before the scrape gets its answer; and once at the end, after a
+// last whole pass and before the table is closed.
 func TestPollerStateHooks(t *testing.T) {
 	k := synth.NewKernel()
 	k.Spawn(1)
@@ -61,7 +61,7 @@ func TestPollerStateHooks(t *testing.T) {
 	}
 	cancel()
 	<-done
-	if c := <-calls; !c.closed || c.passes != 2 {
-		t.Errorf("at the end: %+v, want BeforeClose after two passes", c)
+	if c := <-calls; !c.closed || c.passes != 3 {
+		t.Errorf("at the end: %+v, want BeforeClose after a third, last pass", c)
 	}
 }

@@ -154,6 +154,10 @@ func (k *Keeper) Stop(t *container.Table) {
 	}
 }
 
+// Writing reports whether the keeper writes the state file: after Restore,
+// false when it is off, locked by another process or cannot be written.
+func (k *Keeper) Writing() bool { return !k.off }
+
 // Close releases the lock on the state file.
 func (k *Keeper) Close() error {
 	if k.lock == nil {

@@ -67,8 +67,12 @@ func stateOrigin(cfg *config) (state.Origin, error) {
 	return state.Origin{BootID: boot, Hierarchy: h.Name(), Dir: h.Dir(), RootInode: ino}, nil
 }
 
-// keepState has the poller write the state from its goroutine.
+// keepState has the poller write the state from its goroutine, if it is
+// kept at all.
 func keepState(p *collector.Poller, k *state.Keeper) {
+	if !k.Writing() {
+		return
+	}
 	p.AfterPass(k.AfterPass)
 	p.BeforeClose(k.Stop)
 }
