@@ -15,6 +15,9 @@ import (
 // the Poller calls itself unhealthy.
 const staleIntervals = 3
 
+// finalPassTimeout bounds the pass run at the end for the BeforeClose hook.
+const finalPassTimeout = 2 * time.Second
+
 // Poller runs passes of one task table, in the background and on request.
 // Its methods may be called from any goroutine; Run owns the table.
 type Poller struct {
@@ -27,6 +30,12 @@ type Poller struct {
 	// beforePass, if set, is called by Run's goroutine right before every
 	// pass: an exit source feeding the table.
 	beforePass func(*container.Table)
+	// afterPass, if set, is called by Run's goroutine after every pass
+	// not cut short, with whether a request waits for it, before the
+	// answer goes out; beforeClose once ctx is done, before the table is
+	// closed. The state file is written from them.
+	afterPass   func(t *container.Table, requested bool)
+	beforeClose func(*container.Table)
 
 	mu       sync.Mutex
 	last     *container.Snapshot
@@ -64,6 +73,16 @@ func NewPoller(table *container.Table, interval time.Duration, logger *slog.Logg
 // must be called before Run.
 func (p *Poller) BeforePass(hook func(*container.Table)) { p.beforePass = hook }
 
+// AfterPass sets a hook that Run's goroutine calls with the table after
+// every pass that ran to its end, with whether a request waits for that
+// pass, before the request is answered. It must be called before Run.
+func (p *Poller) AfterPass(hook func(t *container.Table, requested bool)) { p.afterPass = hook }
+
+// BeforeClose sets a hook that Run's goroutine calls with the table once
+// its context is done, after one last pass (of at most finalPassTimeout)
+// and before it closes the table. It must be called before Run.
+func (p *Poller) BeforeClose(hook func(*container.Table)) { p.beforeClose = hook }
+
 // Duration is the histogram of pass durations, for registration.
 func (p *Poller) Duration() prometheus.Histogram { return p.duration }
 
@@ -75,10 +94,20 @@ func (p *Poller) Run(ctx context.Context) error {
 	ticker := time.NewTicker(p.interval)
 	defer ticker.Stop()
 	p.pass(ctx)
+	p.after(ctx, false)
 	for {
 		var waiters []chan *container.Snapshot
 		select {
 		case <-ctx.Done():
+			if p.beforeClose != nil {
+				// The pass ctx ended may have been cut short, its
+				// cgroups' counters read and their threads not: one
+				// more, bounded, leaves the table whole for the hook.
+				fctx, cancel := context.WithTimeout(context.Background(), finalPassTimeout)
+				p.pass(fctx)
+				cancel()
+				p.beforeClose(p.table)
+			}
 			return nil
 		case <-ticker.C:
 		case w := <-p.requests:
@@ -95,9 +124,18 @@ func (p *Poller) Run(ctx context.Context) error {
 			}
 		}
 		s := p.pass(ctx)
+		p.after(ctx, len(waiters) > 0)
 		for _, w := range waiters {
 			w <- s
 		}
+	}
+}
+
+// after calls the AfterPass hook unless ctx ended, which may have cut the
+// pass short.
+func (p *Poller) after(ctx context.Context, requested bool) {
+	if p.afterPass != nil && ctx.Err() == nil {
+		p.afterPass(p.table, requested)
 	}
 }
 

@@ -43,6 +43,11 @@ type cgroupState struct {
 	// folded is the ancestor that took over this cgroup's totals when it
 	// was removed; nil while the cgroup exists.
 	folded *cgroupState
+
+	// stateIndex is the cgroup's index in the State being built, valid
+	// while StateInto runs (state.go).
+	stateIndex int
+	stateGen   uint64
 }
 
 // live returns the cgroup that now holds cg's totals: cg itself, or the

@@ -43,10 +43,14 @@ func (t *Table) ExitsDelivered(upTo int64) { t.graves.delivered(upTo) }
 // x.Cgroup names. A record of a cgroup that no pass has listed yet waits
 // for the next pass (bounded in count and time); only a cgroup that pass
 // shows removed sends its time to the nearest ancestor it lists. Like Pass,
-// Exit must be called from the goroutine that owns the table. It does
-// nothing before the first pass.
+// Exit must be called from the goroutine that owns the table. Before the first
+// pass it does nothing, unless the table was restored (see Restore).
 func (t *Table) Exit(x Exit) {
-	if t.pass == 0 || t.closed {
+	if t.closed {
+		return
+	}
+	if t.pass == 0 {
+		t.exitBeforeFirstPass(x)
 		return
 	}
 	t.counters.ExitEvents++

@@ -51,6 +51,11 @@ type Table struct {
 	// partialErr is the first error of the last pass that could not read
 	// the whole tree, nil after a complete pass.
 	partialErr error
+	// restore is what a Restore left for the first complete pass, and
+	// restored what it brought back (restore.go).
+	restore  *restoreState
+	restored RestoreStats
+	stateGen uint64 // StateInto calls, to tell current indexes from old
 }
 
 // NewTable returns a table that lists cgroups with lister and opens tasks
@@ -120,6 +125,9 @@ func (t *Table) PassContext(ctx context.Context) error {
 		// Some tracked task was not listed: a zombie, a task that moved
 		// mid-walk, or one that exited.
 		t.sweep()
+	}
+	if t.restore != nil {
+		t.finishRestore()
 	}
 	now := t.clock()
 	t.cgroups.end(t.pass, now)
@@ -208,6 +216,7 @@ func (t *Table) add(tid int32, cg *cgroupState) bool {
 		return false
 	}
 	e := &entry{h: h, start: h.StartTime()}
+	t.resume(tid, e)
 	t.credit(e, cg, st)
 	cg.tasks++
 	t.tasks[tid] = e

@@ -113,6 +113,12 @@ func TestDaemonSetArgsServe(t *testing.T) {
 	defer os.RemoveAll(runtimeDir)
 	// The host's side of each hostPath volume, on this machine.
 	hostRoot := map[string]string{"/proc": "/proc", "/sys/fs/cgroup": "/sys/fs/cgroup"}
+	// The state file's directory: a fresh one, not this machine's /run.
+	for _, v := range m.ds.Spec.Template.Spec.Volumes {
+		if v.Name == stateVolume {
+			hostRoot[v.HostPath.Path] = t.TempDir()
+		}
+	}
 	var serving bool
 	flags := daemonSetFlags(t, c)
 	args := []string{}
@@ -183,6 +189,9 @@ func TestDaemonSetArgsServe(t *testing.T) {
 	}
 	if up != 1 {
 		t.Fatalf("schedstatd_runtime_up is %v with a CRI server on the mapped socket\n%s", up, &stderr)
+	}
+	if !names["schedstatd_state_writes_total"] {
+		t.Errorf("no schedstatd_state_writes_total: the state file is not kept")
 	}
 	checkQueries(t, loadDashboard(t).queries(t), names, "the daemon's /metrics")
 	names["up"] = true // Prometheus's own, for each target

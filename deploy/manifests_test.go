@@ -299,7 +299,8 @@ func TestDaemonSetPrivileges(t *testing.T) {
 		t.Errorf("capabilities added: %v, want SYS_RESOURCE, BPF and PERFMON alone", sc.Capabilities.Add)
 	}
 	for _, vm := range c.VolumeMounts {
-		if !vm.ReadOnly {
+		// The state file's directory is the one place the daemon writes.
+		if !vm.ReadOnly && vm.Name != stateVolume {
 			t.Errorf("volume %s is mounted read-write", vm.Name)
 		}
 	}
@@ -460,6 +461,34 @@ func TestFlagsMatchMounts(t *testing.T) {
 	}
 	if hostPath != vm.MountPath {
 		t.Errorf("the runtime's directory %s is mounted at %s; at the same path the daemon's default finds it too", hostPath, vm.MountPath)
+	}
+}
+
+// stateVolume is the volume of the state file's directory.
+const stateVolume = "state"
+
+// TestStateMount checks that --state.path lies on the writable hostPath
+// volume of the host's /run/schedstatd, at the same path, made if missing:
+// a restarted pod finds the file its predecessor wrote, a reboot empties
+// /run.
+func TestStateMount(t *testing.T) {
+	m := load(t)
+	c := m.container(t)
+	path := daemonSetFlags(t, c)["state.path"]
+	if path == "" {
+		t.Fatal("no --state.path: the counters would start over at every rollout")
+	}
+	vm, hostPath, ok := mountFor(m, c, path)
+	if !ok || vm.Name != stateVolume || vm.ReadOnly {
+		t.Fatalf("--state.path=%s is not on the writable volume %q: %+v", path, stateVolume, vm)
+	}
+	if dir := path[:strings.LastIndexByte(path, '/')]; dir != vm.MountPath || hostPath != vm.MountPath || !strings.HasPrefix(hostPath, "/run/") {
+		t.Errorf("state directory %s mounted at %s from the host's %s; want the host's /run/... at the same path", dir, vm.MountPath, hostPath)
+	}
+	for _, v := range m.ds.Spec.Template.Spec.Volumes {
+		if v.Name == stateVolume && (v.HostPath.Type == nil || *v.HostPath.Type != corev1.HostPathDirectoryOrCreate) {
+			t.Errorf("volume %s: type %v, want DirectoryOrCreate", v.Name, v.HostPath.Type)
+		}
 	}
 }
 

@@ -9,6 +9,8 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
+	"strings"
 	"sync"
 	"syscall"
 	"testing"
@@ -139,6 +141,11 @@ func startBinary(t *testing.T, bin string, wrapper []string, args ...string) *da
 	t.Helper()
 	d := &daemon{addr: freeAddr(t), stderr: new(bytes.Buffer), done: make(chan error, 1)}
 	argv := append(append(append([]string(nil), wrapper...), bin, "--web.listen-address="+d.addr), args...)
+	if !slices.ContainsFunc(args, func(a string) bool { return strings.HasPrefix(a, "--state.path") }) {
+		// Daemons of tests run side by side: none keeps the node's
+		// state file unless its test is about it.
+		argv = append(argv, "--state.path=")
+	}
 	d.cmd = exec.Command(argv[0], argv[1:]...)
 	d.cmd.Stderr = &lockedWriter{w: d.stderr}
 	if err := d.cmd.Start(); err != nil {

@@ -164,7 +164,7 @@ func TestLogsToNowhere(t *testing.T) {
 	for name, stderr := range map[string]*os.File{"full disk": full, "closed pipe": w} {
 		t.Run(name, func(t *testing.T) {
 			addr := freeAddr(t)
-			cmd := exec.Command(binary(t), "--web.listen-address="+addr, "--log.level=debug")
+			cmd := exec.Command(binary(t), "--web.listen-address="+addr, "--log.level=debug", "--state.path=")
 			cmd.Stderr = stderr
 			if err := cmd.Start(); err != nil {
 				t.Fatal(err)

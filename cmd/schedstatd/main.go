@@ -52,6 +52,8 @@ type config struct {
 	exitCapture string
 	// collectSource is auto, iter or procfs.
 	collectSource string
+	// state is the state file's (state.go).
+	state stateConfig
 }
 
 func main() {
@@ -126,6 +128,7 @@ func addServeFlags(cmd *kingpin.CmdClause, cfg *config) {
 	enumFlag(cmd, "collect.source", "Where threads are listed and read: iter reads every thread in one BPF task-iterator read per pass (kernel BTF and CAP_BPF with CAP_PERFMON, or root); procfs reads cgroup thread lists and one /proc file per thread; auto uses iter where it loads.", "auto", &cfg.collectSource, "auto", "iter", "procfs")
 	enumFlag(cmd, "exit-capture", "Count each thread's time up to its exit with an eBPF program on sched_switch: auto uses it when kernel BTF and CAP_BPF with CAP_PERFMON (or root) allow, on requires it, off polls only.", string(loadmode.Auto), &cfg.exitCapture, loadmode.Modes()...)
 	cmd.Flag("container-runtime-endpoint", "CRI socket of the container runtime, for the container, pod, namespace and image labels: auto takes the first of "+strings.Join(cri.DefaultEndpoints, ", ")+" that exists; none turns the lookup off.").Default(cri.Auto).StringVar(&cfg.runtimeEndpoint)
+	addStateFlags(cmd, &cfg.state)
 }
 
 // check refuses flag values that parse but cannot be served.
@@ -187,13 +190,20 @@ func serve(cfg *config, logger *slog.Logger) error {
 	defer signal.Stop(hup)
 	go onHangup(ctx, hup, *cfg.web.WebConfigFile, logger)
 
-	poller := collector.NewPoller(container.NewTable(src.lister, src.tasks), cfg.interval, logger)
+	table := container.NewTable(src.lister, src.tasks)
+	keeper, err := openState(cfg, table, logger)
+	if err != nil {
+		return err
+	}
+	defer keeper.Close()
+	poller := collector.NewPoller(table, cfg.interval, logger)
 	poller.BeforePass(src.beforePass(poller))
+	keepState(poller, keeper)
 	polled := make(chan error, 1)
 	go func() { polled <- poller.Run(ctx) }()
 
 	server := &http.Server{
-		Handler:           newMux(cfg, poller, logger, src.exporterOptions(), src.collectors(poller)...),
+		Handler:           newMux(cfg, poller, logger, src.exporterOptions(), append(src.collectors(poller), keeper)...),
 		ReadHeaderTimeout: cfg.headerWait,
 		ReadTimeout:       30 * time.Second,
 		IdleTimeout:       2 * time.Minute,

@@ -1,0 +1,251 @@
+package main
+
+import (
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	dto "github.com/prometheus/client_model/go"
+	"github.com/prometheus/common/expfmt"
+	"github.com/prometheus/common/model"
+	"github.com/schedstatd/schedstatd/internal/testcg"
+	"github.com/schedstatd/schedstatd/internal/testproc"
+	"github.com/schedstatd/schedstatd/state"
+)
+
+// stateFlags are the flags of a daemon that keeps its state in dir, with
+// exit capture required: the churn's threads live a millisecond.
+func stateFlags(dir string) []string {
+	return []string{"--collect.interval=200ms", "--exit-capture=on", "--state.path=" + filepath.Join(dir, "state"), "--state.interval=1s"}
+}
+
+// counters returns every container counter series whose id is below (or
+// is) id, by metric name and id.
+func counters(mfs map[string]*dto.MetricFamily, id string) map[string]float64 {
+	m := map[string]float64{}
+	for _, name := range containerCounters {
+		for _, s := range mfs[name].GetMetric() {
+			key := seriesID(s)
+			if id == "" || strings.Contains(key, `"`+id+`"`) || strings.Contains(key, `"`+id+`/`) {
+				m[name+key] = s.GetCounter().GetValue()
+			}
+		}
+	}
+	return m
+}
+
+// fallen returns the series of before that after shows lower.
+func fallen(before, after map[string]float64) []string {
+	var out []string
+	for k, v := range before {
+		if w, ok := after[k]; ok && w < v {
+			out = append(out, fmt.Sprintf("%s fell from %v to %v", k, v, w))
+		}
+	}
+	return out
+}
+
+// selfMetric returns the value of a self metric, with the label value if any.
+func selfMetric(mfs map[string]*dto.MetricFamily, name, label string) float64 {
+	for _, m := range mfs[name].GetMetric() {
+		if label == "" || len(m.GetLabel()) > 0 && m.GetLabel()[0].GetValue() == label {
+			if m.Counter != nil {
+				return m.Counter.GetValue()
+			}
+			return m.GetGauge().GetValue()
+		}
+	}
+	return math.NaN()
+}
+
+// TestStateRestart stops the daemon while a test cgroup churns short
+// threads and processes beside a long-lived busy thread, and starts it
+// again at once: no series may fall, and the run time counted across the
+// restart must match the cgroup's own CPU counter, within 1% after SIGKILL
+// (at a random moment between two writes) and 0.1% after SIGTERM. A child
+// cgroup removed while the daemon is down folds into its parent.
+func TestStateRestart(t *testing.T) {
+	for _, tc := range []struct {
+		sig   syscall.Signal
+		bound float64
+	}{{syscall.SIGKILL, 0.01}, {syscall.SIGTERM, 0.001}} {
+		t.Run(tc.sig.String(), func(t *testing.T) {
+			cg := testcg.Make(t, "cpuacct")
+			id := "/" + filepath.Base(cg)
+			sub := filepath.Join(cg, "sub")
+			if err := os.Mkdir(sub, 0o755); err != nil {
+				t.Fatal(err)
+			}
+			testproc.StartIn(t, 1, cg)
+			testproc.StartChurnIn(t, cg)
+			subProc := testproc.StartIn(t, 1, sub)
+			dir := t.TempDir()
+			d := startDaemon(t, stateFlags(dir)...)
+			time.Sleep(2 * time.Second)
+
+			before := counters(bracketed(t, d, cg, id), "")
+			if _, ok := before["container_cpu_schedstat_run_seconds_total"+`{id="`+id+`/sub"}`]; !ok {
+				t.Fatalf("no series of %s/sub before the restart", id)
+			}
+			if tc.sig == syscall.SIGKILL {
+				// Anywhere between two periodic writes.
+				time.Sleep(time.Duration(rand.Int64N(int64(time.Second))))
+			}
+			killed := time.Now()
+			d.cmd.Process.Signal(tc.sig)
+			err := <-d.done
+			d.done <- err
+			if tc.sig == syscall.SIGTERM && err != nil {
+				t.Fatalf("daemon exited with %v after SIGTERM", err)
+			}
+			// While it is down, the child's thread exits and the child
+			// goes.
+			subProc.Kill()
+			testcg.Remove(t, cg, sub)
+			d2 := startDaemon(t, stateFlags(dir)...)
+			down := time.Since(killed)
+			// Long enough that the few milliseconds between a pass's read
+			// of a cgroup's counter and of its threads, in the passes at
+			// either end and in the restored one, stay below 0.1% on a
+			// loaded machine.
+			time.Sleep(10 * time.Second)
+			mfs2 := bracketed(t, d2, cg, id)
+			after := counters(mfs2, "")
+
+			for _, f := range fallen(before, after) {
+				t.Error(f)
+			}
+			if _, ok := after["container_cpu_schedstat_run_seconds_total"+`{id="`+id+`/sub"}`]; ok {
+				t.Errorf("%s/sub still shown after its removal", id)
+			}
+			key := `{id="` + id + `"}`
+			run := after["container_cpu_schedstat_run_seconds_total"+key] - before["container_cpu_schedstat_run_seconds_total"+key]
+			usage := after["container_cpu_schedstat_usage_seconds_total"+key] - before["container_cpu_schedstat_usage_seconds_total"+key]
+			t.Logf("%v, down %v: %s increased run %.6fs, usage %.6fs: run/usage %.5f; filled %.6fs, %v tasks resumed",
+				tc.sig, down.Round(time.Millisecond), id, run, usage, run/usage,
+				selfMetric(mfs2, "schedstatd_state_filled_run_seconds", ""), selfMetric(mfs2, "schedstatd_state_resumed_tasks", ""))
+			if selfMetric(mfs2, "schedstatd_state_restore", "restored") != 1 {
+				t.Fatalf("the second daemon did not restore its state:\n%s", d2.log())
+			}
+			if n := selfMetric(mfs2, "schedstatd_state_resumed_tasks", ""); n < 1 {
+				t.Errorf("%v tasks resumed: the busy thread was not continued", n)
+			}
+			if usage < 1 {
+				t.Fatalf("the cgroup ran only %.3fs across the restart: the workload did not run", usage)
+			}
+			if math.Abs(run/usage-1) > tc.bound {
+				t.Errorf("run increased %.6fs, the cgroup's counter %.6fs: off by %.3f%%, more than %.1f%%", run, usage, 100*math.Abs(run/usage-1), 100*tc.bound)
+			}
+		})
+	}
+}
+
+// bracketed scrapes d between two reads of the cgroup's own CPU counter,
+// which the exported one must lie between: it goes on across a restart
+// exactly where the kernel's is.
+func bracketed(t *testing.T, d *daemon, cg, id string) map[string]*dto.MetricFamily {
+	t.Helper()
+	k0 := float64(testcg.Usage(t, cg)) / 1e9
+	mfs := scrape(t, http.DefaultClient, "http://"+d.addr+"/metrics")
+	k1 := float64(testcg.Usage(t, cg)) / 1e9
+	v, ok := value(mfs, "container_cpu_schedstat_usage_seconds_total", id)
+	if !ok || v < k0-1e-6 || v > k1+1e-6 {
+		t.Errorf("container_cpu_schedstat_usage_seconds_total{id=%q} = %.9f (%v), the kernel's read %.9f before and %.9f after", id, v, ok, k0, k1)
+	}
+	return mfs
+}
+
+// tryScrape is scrape that returns an error instead of failing t: the
+// daemon may be down.
+func tryScrape(url string) (map[string]*dto.MetricFamily, error) {
+	c := http.Client{Timeout: 2 * time.Second}
+	resp, err := c.Get(url)
+	if err != nil {
+		return nil, err
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return nil, fmt.Errorf("%s", resp.Status)
+	}
+	p := expfmt.NewTextParser(model.UTF8Validation)
+	return p.TextToMetricFamilies(resp.Body)
+}
+
+// TestStateKillLoop kills the daemon with SIGKILL every 2 s for a minute
+// ($SCHEDSTATD_SOAK bounds it too) and starts it again each time, while
+// the test cgroup churns and a scraper reads every series of the test's
+// cgroups: none may fall, every state file left behind must decode and be
+// restored, and each new daemon's memory and fds stay where the first's
+// were.
+func TestStateKillLoop(t *testing.T) {
+	if testing.Short() {
+		t.Skip("kills and restarts the daemon for a minute")
+	}
+	cg := testcg.Make(t, "cpuacct")
+	id := "/" + filepath.Base(cg)
+	testproc.StartIn(t, 1, cg)
+	testproc.StartChurnIn(t, cg)
+	dir := t.TempDir()
+	bin := plainBinary(t)
+	end := time.Now().Add(min(soakDuration(t), time.Minute))
+	last := map[string]float64{}
+	var first, prev resources
+	kills, scrapes := 0, 0
+	for time.Now().Before(end) {
+		d := startBinary(t, bin, nil, stateFlags(dir)...)
+		url := "http://" + d.addr + "/metrics"
+		until := time.Now().Add(2 * time.Second)
+		var mfs map[string]*dto.MetricFamily
+		for time.Now().Before(until) {
+			m, err := tryScrape(url)
+			if err != nil {
+				t.Fatalf("scrape of a running daemon: %v", err)
+			}
+			mfs = m
+			scrapes++
+			now := counters(m, id)
+			for _, f := range fallen(last, now) {
+				t.Errorf("after %d kills: %s", kills, f)
+			}
+			for k, v := range now {
+				last[k] = v
+			}
+			time.Sleep(100 * time.Millisecond)
+		}
+		if kills > 0 && selfMetric(mfs, "schedstatd_state_restore", "restored") != 1 {
+			t.Fatalf("after %d kills the daemon did not restore:\n%s", kills, d.log())
+		}
+		r := measure(t, d, mfs)
+		if kills == 0 {
+			first = r
+		}
+		prev = r
+		d.cmd.Process.Kill()
+		d.done <- <-d.done
+		kills++
+		b, err := state.ReadFile(filepath.Join(dir, "state"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := state.Decode(b); err != nil {
+			t.Fatalf("state file after kill %d: %v", kills, err)
+		}
+	}
+	t.Logf("%d kills, %d scrapes, %d series of %s; first daemon: %v; last: %v", kills, scrapes, len(last), id, first, prev)
+	if len(last) < 4 {
+		t.Errorf("only %d series of the test cgroup", len(last))
+	}
+	if prev.rssBytes > first.rssBytes+16<<20 {
+		t.Errorf("RSS of the last daemon %.1f MiB, the first's %.1f MiB", float64(prev.rssBytes)/(1<<20), float64(first.rssBytes)/(1<<20))
+	}
+	if prev.otherFDs() > first.otherFDs()+4 {
+		t.Errorf("fds not kept for tasks: first daemon %d, last %d", first.otherFDs(), prev.otherFDs())
+	}
+}

@@ -1,0 +1,242 @@
+package container_test
+
+import (
+	"errors"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+	"github.com/google/go-cmp/cmp/cmpopts"
+	"github.com/schedstatd/schedstatd/cgroupfs"
+	"github.com/schedstatd/schedstatd/container"
+	"github.com/schedstatd/schedstatd/schedstat"
+)
+
+// restart stands for a daemon that stops and starts again: a new table over
+// the same kernel and tree, restored from the old table's state.
+func (r *rig) restart() container.RestoreStats {
+	r.t.Helper()
+	st := r.table.State()
+	r.table.Close()
+	r.table = container.NewTable(r.tree, r.k)
+	if err := r.table.Restore(st); err != nil {
+		r.t.Fatalf("Restore: %v", err)
+	}
+	return r.table.Restored()
+}
+
+// setUsage sets each listed cgroup's kernel counter.
+func (r *rig) setUsage(usage map[string]uint64) {
+	for path, v := range usage {
+		c := &r.tree.Cgroups[r.tree.Index(path)]
+		c.UsageNanoseconds, c.HasUsage = v, true
+	}
+}
+
+func TestRestoreContinues(t *testing.T) {
+	r := newRig(t, "/", "/a", "/a/b", "/c")
+	r.spawn(10, 100, 10, 1)
+	r.spawn(11, 200, 20, 2)
+	r.spawn(12, 300, 30, 3)
+	r.tree.Set("/a/b", 10, 11)
+	r.tree.Set("/c", 12)
+	r.pass()
+	r.k.Task(10).Stat = stat(1000, 100, 10)
+	before := totalsOf(r.pass())
+
+	// While the daemon is down: 10 runs on, 12 exits and a new 12 starts
+	// (a reused id), 13 starts and 11 moves to /c.
+	r.restart()
+	r.k.Task(10).Stat = stat(1500, 150, 15)
+	r.k.Exit(12)
+	r.spawn(12, 7, 7, 7)
+	r.spawn(13, 50, 5, 5)
+	r.k.Task(11).Stat = stat(260, 26, 3)
+	r.tree.Set("/a/b", 10)
+	r.tree.Set("/c", 11, 12, 13)
+	got := totalsOf(r.pass())
+	want := map[string]schedstat.Stat{
+		"/a/b": before["/a/b"].Add(stat(500, 50, 5)),
+		"/a":   before["/a"].Add(stat(500, 50, 5)),
+		"/c":   before["/c"].Add(stat(60+7+50, 6+7+5, 1+7+5)),
+		"/":    before["/"].Add(stat(500+60+7+50, 50+6+7+5, 5+1+7+5)),
+	}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("totals after the restart (-want +got):\n%s", diff)
+	}
+	if rs := r.table.Restored(); !rs.Done || rs.TasksResumed != 2 || rs.Tasks != 3 {
+		t.Errorf("Restored() = %+v, want 2 of 3 tasks resumed", rs)
+	}
+}
+
+func TestRestoreFoldsRemovedCgroups(t *testing.T) {
+	r := newRig(t, "/", "/a", "/a/b")
+	r.spawn(10, 100, 10, 1)
+	r.tree.Set("/a/b", 10)
+	before := totalsOf(r.pass())
+
+	r.restart()
+	r.k.Exit(10)
+	r.tree.Rmdir("/a/b")
+	got := totalsOf(r.pass())
+	if got["/a"] != before["/a"] || got["/"] != before["/"] {
+		t.Errorf("after /a/b went: / %+v, /a %+v; want %+v, %+v", got["/"], got["/a"], before["/"], before["/a"])
+	}
+	if _, ok := got["/a/b"]; ok {
+		t.Errorf("/a/b still shown after its removal")
+	}
+	if rs := r.table.Restored(); rs.CgroupsGone != 1 {
+		t.Errorf("CgroupsGone = %d, want 1", rs.CgroupsGone)
+	}
+	// Made again under its name, it goes on from its saved totals.
+	r.tree.Mkdir("/a/b")
+	r.spawn(11, 5, 5, 5)
+	r.tree.Set("/a/b", 11)
+	got = totalsOf(r.pass())
+	if want := before["/a/b"].Add(stat(5, 5, 5)); got["/a/b"] != want {
+		t.Errorf("/a/b made again: %+v, want %+v", got["/a/b"], want)
+	}
+	// And the tombstone itself survives a restart.
+	r.tree.Set("/a/b")
+	r.k.Exit(11)
+	r.pass()
+	r.tree.Rmdir("/a/b")
+	shown := totalsOf(r.pass())["/a"]
+	r.restart()
+	r.pass()
+	r.tree.Mkdir("/a/b")
+	if got := totalsOf(r.pass()); got["/a/b"] != before["/a/b"].Add(stat(5, 5, 5)) || got["/a"] != shown {
+		t.Errorf("after a restart with a tombstone: /a/b %+v, /a %+v", got["/a/b"], got["/a"])
+	}
+}
+
+func TestRestoreExitBeforeFirstPass(t *testing.T) {
+	r := newRig(t, "/", "/a")
+	task := r.spawn(10, 100, 10, 1)
+	r.tree.Set("/a", 10)
+	before := totalsOf(r.pass())
+	r.restart()
+	r.k.Exit(10)
+	r.tree.Set("/a")
+	r.table.Exit(container.Exit{TID: 10, StartTime: task.Start, Final: stat(130, 13, 2), Cgroup: r.tree.ID("/a")})
+	// A task the old table never saw, whose record names /a.
+	r.table.Exit(container.Exit{TID: 20, StartTime: 99, Final: stat(1, 1, 1), Cgroup: r.tree.ID("/a")})
+	got := totalsOf(r.pass())
+	if want := before["/a"].Add(stat(31, 4, 2)); got["/a"] != want {
+		t.Errorf("/a = %+v, want %+v", got["/a"], want)
+	}
+}
+
+func TestRestoreFillsRunOfUnseenExits(t *testing.T) {
+	r := newRig(t, "/", "/p", "/p/a", "/p/b")
+	r.spawn(10, 100, 1, 1)
+	r.spawn(11, 100, 1, 1)
+	r.tree.Set("/p/a", 10)
+	r.tree.Set("/p/b", 11)
+	r.setUsage(map[string]uint64{"/": 5000, "/p": 4000, "/p/a": 1000, "/p/b": 1000})
+	before := totalsOf(r.pass())
+
+	r.restart()
+	// While down: a thread in /p/a lived and died having run 70 ns, 10
+	// ran 30 more in /p/a, and 11 ran 40 in /p/b, moved to /p/a and ran
+	// 60 there.
+	r.k.Task(10).Stat = stat(130, 1, 2)
+	r.k.Task(11).Stat = stat(200, 1, 2)
+	r.tree.Set("/p/a", 10, 11)
+	r.tree.Set("/p/b")
+	r.setUsage(map[string]uint64{"/": 5000 + 200, "/p": 4000 + 200, "/p/a": 1000 + 70 + 30 + 60, "/p/b": 1000 + 40})
+	got := totalsOf(r.pass())
+	// Credited: /p/a 30 + 100 (all of 11's increase), /p/b 0. Gaps: /p/a
+	// 160-130 = 30 (the 70 unseen, less the 40 that 11 ran in /p/b),
+	// /p/b 40, /p 200-130 = 70. 11's 40 in /p/b was credited in /p/a: the
+	// fills stay within /p's 70, the time no task accounts for.
+	fill := r.table.Restored().FilledRunNanoseconds
+	if fill != 70 {
+		t.Errorf("filled %d ns, want 70 (the unseen thread's run, no more)", fill)
+	}
+	if d := got["/p"].RunNanoseconds - before["/p"].RunNanoseconds; d != 200 {
+		t.Errorf("/p ran %d ns while down by the table, %d by its counter", d, 200)
+	}
+	if got["/p/a"].WaitNanoseconds != before["/p/a"].WaitNanoseconds {
+		t.Errorf("wait is never filled: /p/a %+v", got["/p/a"])
+	}
+}
+
+func TestRestoreRefused(t *testing.T) {
+	r := newRig(t, "/", "/a")
+	r.spawn(10, 100, 10, 1)
+	r.tree.Set("/a", 10)
+	r.pass()
+	st := r.table.State()
+	if err := r.table.Restore(st); err == nil {
+		t.Errorf("Restore after a pass succeeded")
+	}
+	for name, edit := range map[string]func(*container.State){
+		"no cgroups":         func(s *container.State) { s.Cgroups = nil },
+		"parent after child": func(s *container.State) { s.Cgroups[1].Parent = 1 },
+		"duplicate id":       func(s *container.State) { s.Cgroups[1].ID = s.Cgroups[0].ID },
+		"task cgroup":        func(s *container.State) { s.Tasks[0].Cgroup = 7 },
+		"task id":            func(s *container.State) { s.Tasks[0].TID = 0 },
+		"duplicate task":     func(s *container.State) { s.Tasks = append(s.Tasks, s.Tasks[0]) },
+		"held tombstone":     func(s *container.State) { s.Tombstones = []container.TombstoneState{{Path: "/a"}} },
+	} {
+		t.Run(name, func(t *testing.T) {
+			bad := r.table.State()
+			edit(&bad)
+			fresh := newRig(t, "/", "/a")
+			if err := fresh.table.Restore(bad); !errors.Is(err, container.ErrInvalidState) {
+				t.Fatalf("Restore = %v, want ErrInvalidState", err)
+			}
+			// Refused whole: the table starts from zero.
+			fresh.spawn(10, 100, 10, 1)
+			fresh.tree.Set("/a", 10)
+			if got := totalsOf(fresh.pass())["/"]; got != stat(100, 10, 1) {
+				t.Errorf("after a refused restore, / = %+v", got)
+			}
+		})
+	}
+}
+
+// TestStateOfRestoredTable checks that a restored table that has not run a
+// pass yet (a daemon stopped again at once) saves what it was given.
+func TestStateOfRestoredTable(t *testing.T) {
+	r := newRig(t, "/", "/a", "/a/b")
+	r.spawn(10, 100, 10, 1)
+	r.spawn(11, 200, 20, 2)
+	r.tree.Set("/a/b", 10)
+	r.tree.Set("/a", 11)
+	r.pass()
+	r.tree.Rmdir("/a/b")
+	r.tree.Set("/a", 11, 10)
+	r.pass() // /a/b is a tombstone now
+	want := r.table.State()
+	r.restart()
+	got := r.table.State()
+	byTID := cmpopts.SortSlices(func(a, b container.TaskState) bool { return a.TID < b.TID })
+	if diff := cmp.Diff(want, got, byTID); diff != "" {
+		t.Errorf("state of the restored table (-saved +got):\n%s", diff)
+	}
+	if len(got.Tombstones) != 1 || len(got.Tasks) != 2 {
+		t.Errorf("state holds %d tombstones and %d tasks, want 1 and 2", len(got.Tombstones), len(got.Tasks))
+	}
+}
+
+// TestRestoreKeepsKernelCounters checks that the kernel's counters of a
+// cgroup (bandwidth, pressure) go on across a restart, also for a path made
+// again meanwhile, whose counter started over.
+func TestRestoreKeepsKernelCounters(t *testing.T) {
+	r := newRig(t, "/", "/a")
+	c := &r.tree.Cgroups[r.tree.Index("/a")]
+	c.Pressure = cgroupfs.Pressure{SomeNanoseconds: 500, HasSome: true}
+	c.Bandwidth = cgroupfs.Bandwidth{Periods: 10, ThrottledPeriods: 2, ThrottledNanoseconds: 70, HasThrottling: true}
+	r.pass()
+	r.restart()
+	r.tree.Rmdir("/a")
+	r.tree.Mkdir("/a")
+	c = &r.tree.Cgroups[r.tree.Index("/a")]
+	c.Pressure = cgroupfs.Pressure{SomeNanoseconds: 5, HasSome: true}
+	c.Bandwidth = cgroupfs.Bandwidth{Periods: 1, HasThrottling: true}
+	got, _ := r.pass().Lookup("/a")
+	if got.Pressure.SomeNanoseconds != 505 || got.Bandwidth.Periods != 11 || got.Bandwidth.ThrottledNanoseconds != 70 {
+		t.Errorf("after a restart and /a made again: pressure %+v, bandwidth %+v", got.Pressure, got.Bandwidth)
+	}
+}

@@ -1,0 +1,236 @@
+package state
+
+import (
+	"encoding/binary"
+	"fmt"
+	"hash/crc32"
+	"time"
+
+	"github.com/schedstatd/schedstatd/container"
+	"github.com/schedstatd/schedstatd/schedstat"
+)
+
+// Minimum encoded sizes, which bound the counts a body can claim.
+const (
+	minCgroup    = 13 // id, parent, flags, path length, 6 stats, 2 masks
+	minTask      = 6
+	minTombstone = 7
+)
+
+// Decode parses a state file whole. A file that is not a state file, is of
+// a newer version, is shorter or longer than its header says, fails its
+// checksum, or holds anything that does not describe a task table is an
+// error wrapping ErrNotState, ErrNewer, ErrTruncated or ErrCorrupt; no
+// part of such a file is returned.
+func Decode(b []byte) (*File, error) {
+	if len(b) > MaxFileSize {
+		return nil, fmt.Errorf("%w: %d bytes, more than %d", ErrCorrupt, len(b), MaxFileSize)
+	}
+	if len(b) < len(Magic) {
+		if string(b) == Magic[:len(b)] {
+			return nil, fmt.Errorf("%w: %d bytes", ErrTruncated, len(b))
+		}
+		return nil, ErrNotState
+	}
+	if string(b[:len(Magic)]) != Magic {
+		return nil, ErrNotState
+	}
+	if len(b) < headerSize {
+		return nil, fmt.Errorf("%w: %d bytes, header is %d", ErrTruncated, len(b), headerSize)
+	}
+	switch v := binary.LittleEndian.Uint16(b[8:]); {
+	case v > Version:
+		return nil, fmt.Errorf("%w: version %d, this daemon reads %d", ErrNewer, v, Version)
+	case v == 0:
+		return nil, fmt.Errorf("%w: version 0", ErrCorrupt)
+	}
+	if b[10] != 0 || b[11] != 0 {
+		return nil, fmt.Errorf("%w: reserved header bytes set", ErrCorrupt)
+	}
+	n := uint64(binary.LittleEndian.Uint32(b[12:]))
+	want := headerSize + n + crcSize
+	switch {
+	case uint64(len(b)) < want:
+		return nil, fmt.Errorf("%w: %d bytes, header says %d", ErrTruncated, len(b), want)
+	case uint64(len(b)) > want:
+		return nil, fmt.Errorf("%w: %d bytes after the checksum", ErrCorrupt, uint64(len(b))-want)
+	}
+	end := headerSize + int(n)
+	if sum, got := crc32.Checksum(b[:end], castagnoli), binary.LittleEndian.Uint32(b[end:]); sum != got {
+		return nil, fmt.Errorf("%w: checksum %08x, computed %08x", ErrCorrupt, got, sum)
+	}
+	d := decoder{b: b[headerSize:end]}
+	f := d.file()
+	if d.err == nil && len(d.b) > 0 {
+		d.fail("%d bytes after the tombstones", len(d.b))
+	}
+	if d.err != nil {
+		return nil, d.err
+	}
+	if err := f.Table.Validate(); err != nil {
+		return nil, fmt.Errorf("%w: %w", ErrCorrupt, err)
+	}
+	return f, nil
+}
+
+// decoder reads a body; the first failure sticks and every later read
+// returns zero.
+type decoder struct {
+	b   []byte
+	err error
+}
+
+func (d *decoder) fail(format string, args ...any) {
+	if d.err == nil {
+		d.err = fmt.Errorf("%w: "+format, append([]any{ErrCorrupt}, args...)...)
+	}
+	d.b = nil
+}
+
+func (d *decoder) uvarint() uint64 {
+	v, n := binary.Uvarint(d.b)
+	if n <= 0 {
+		d.fail("bad varint")
+		return 0
+	}
+	d.b = d.b[n:]
+	return v
+}
+
+func (d *decoder) varint() int64 {
+	v, n := binary.Varint(d.b)
+	if n <= 0 {
+		d.fail("bad varint")
+		return 0
+	}
+	d.b = d.b[n:]
+	return v
+}
+
+func (d *decoder) byte() byte {
+	if len(d.b) == 0 {
+		d.fail("body ends early")
+		return 0
+	}
+	c := d.b[0]
+	d.b = d.b[1:]
+	return c
+}
+
+func (d *decoder) string() string {
+	n := d.uvarint()
+	if n > uint64(len(d.b)) {
+		d.fail("string of %d bytes, %d left", n, len(d.b))
+		return ""
+	}
+	s := string(d.b[:n])
+	d.b = d.b[n:]
+	return s
+}
+
+func (d *decoder) stat() schedstat.Stat {
+	return schedstat.Stat{RunNanoseconds: d.uvarint(), WaitNanoseconds: d.uvarint(), Timeslices: d.uvarint()}
+}
+
+// count reads a count of entries of at least min bytes each.
+func (d *decoder) count(what string, min int) int {
+	n := d.uvarint()
+	if n > uint64(len(d.b)/min) {
+		d.fail("%d %s in %d bytes", n, what, len(d.b))
+		return 0
+	}
+	return int(n)
+}
+
+// kernel reads the counters appendKernel wrote, nk of them; counters the
+// file does not have (an older daemon kept fewer) start unread.
+func (d *decoder) kernel(k *[container.NumKernelCounters]container.KernelCounter, nk uint64) {
+	has, set := d.uvarint(), d.uvarint()
+	if (has|set)>>nk != 0 {
+		d.fail("kernel counter masks %#x, %#x for %d counters", has, set, nk)
+		return
+	}
+	for i := range nk {
+		k[i].Has = has&(1<<i) != 0
+		if set&(1<<i) != 0 {
+			k[i].Base, k[i].Last = d.uvarint(), d.uvarint()
+		}
+	}
+}
+
+func (d *decoder) file() *File {
+	f := &File{}
+	f.Origin.BootID = d.string()
+	f.Origin.Hierarchy = d.string()
+	f.Origin.Dir = d.string()
+	f.Origin.RootInode = d.uvarint()
+	f.Written = time.Unix(0, d.varint())
+	t := &f.Table
+	nk := d.uvarint()
+	if nk == 0 || nk > 64 {
+		d.fail("%d kernel counters", nk)
+	}
+	if d.err == nil && nk > container.NumKernelCounters {
+		// Counters this daemon does not know: a newer one wrote it.
+		d.err = fmt.Errorf("%w: %d kernel counters per cgroup, this daemon keeps %d", ErrNewer, nk, container.NumKernelCounters)
+		return f
+	}
+	t.Cgroups = make([]container.CgroupState, d.count("cgroups", minCgroup))
+	for i := range t.Cgroups {
+		c := &t.Cgroups[i]
+		c.ID = d.uvarint()
+		parent := d.uvarint()
+		if parent > uint64(i) {
+			d.fail("cgroup %d has parent %d", i, parent)
+		}
+		c.Parent = int(parent) - 1
+		flags := d.byte()
+		if flags&^(flagHoldsPath|flagRelative) != 0 {
+			d.fail("cgroup %d has flags %#x", i, flags)
+		}
+		c.HoldsPath = flags&flagHoldsPath != 0
+		c.Path = d.string()
+		if flags&flagRelative != 0 && d.err == nil {
+			if c.Parent < 0 {
+				d.fail("root with a relative path")
+			} else if p := t.Cgroups[c.Parent].Path; p == "/" {
+				c.Path = "/" + c.Path
+			} else {
+				c.Path = p + "/" + c.Path
+			}
+		}
+		c.Own, c.Base = d.stat(), d.stat()
+		d.kernel(&c.Kernel, nk)
+		if d.err != nil {
+			return f
+		}
+	}
+	t.Tasks = make([]container.TaskState, d.count("tasks", minTask))
+	for i := range t.Tasks {
+		x := &t.Tasks[i]
+		tid := d.uvarint()
+		if tid > 1<<31-1 {
+			d.fail("task id %d", tid)
+		}
+		x.TID = int32(tid)
+		x.StartTime = d.uvarint()
+		cg := d.uvarint()
+		if cg >= uint64(len(t.Cgroups)) {
+			d.fail("task %d in cgroup %d of %d", tid, cg, len(t.Cgroups))
+		}
+		x.Cgroup = int(cg)
+		x.Last = d.stat()
+		if d.err != nil {
+			return f
+		}
+	}
+	t.Tombstones = make([]container.TombstoneState, d.count("tombstones", minTombstone))
+	for i := range t.Tombstones {
+		ts := &t.Tombstones[i]
+		ts.Path = d.string()
+		ts.Stat = d.stat()
+		d.kernel(&ts.Kernel, nk)
+		ts.RemovedAt = d.varint()
+	}
+	return f
+}

@@ -1,0 +1,133 @@
+package state
+
+import (
+	"encoding/binary"
+	"hash/crc32"
+	"strings"
+	"time"
+
+	"github.com/schedstatd/schedstatd/container"
+	"github.com/schedstatd/schedstatd/schedstat"
+)
+
+// File is the content of a state file.
+type File struct {
+	Origin Origin
+	// Written is when the file was written.
+	Written time.Time
+	// Table is the task table's state.
+	Table container.State
+}
+
+var castagnoli = crc32.MakeTable(crc32.Castagnoli)
+
+// cgroup flags.
+const (
+	flagHoldsPath = 1 << iota
+	flagUnused
+	flagRelative // the path is the parent's path, a slash and this name
+)
+
+// Append appends f's encoding to b and returns it.
+func Append(b []byte, f *File) []byte {
+	start := len(b)
+	b = append(b, Magic...)
+	b = binary.LittleEndian.AppendUint16(b, Version)
+	b = append(b, 0, 0, 0, 0, 0, 0) // reserved, then the body length
+	body := len(b)
+	b = appendString(b, f.Origin.BootID)
+	b = appendString(b, f.Origin.Hierarchy)
+	b = appendString(b, f.Origin.Dir)
+	b = binary.AppendUvarint(b, f.Origin.RootInode)
+	b = binary.AppendVarint(b, f.Written.UnixNano())
+
+	t := &f.Table
+	b = binary.AppendUvarint(b, container.NumKernelCounters)
+	b = binary.AppendUvarint(b, uint64(len(t.Cgroups)))
+	for i := range t.Cgroups {
+		c := &t.Cgroups[i]
+		var flags byte
+		if c.HoldsPath {
+			flags |= flagHoldsPath
+		}
+		path := c.Path
+		if c.Parent >= 0 && c.Parent < i {
+			if name, ok := childName(t.Cgroups[c.Parent].Path, path); ok {
+				flags |= flagRelative
+				path = name
+			}
+		}
+		b = binary.AppendUvarint(b, c.ID)
+		b = binary.AppendUvarint(b, uint64(c.Parent+1))
+		b = append(b, flags)
+		b = appendString(b, path)
+		b = appendStat(b, c.Own)
+		b = appendStat(b, c.Base)
+		b = appendKernel(b, &c.Kernel)
+	}
+	b = binary.AppendUvarint(b, uint64(len(t.Tasks)))
+	for i := range t.Tasks {
+		x := &t.Tasks[i]
+		b = binary.AppendUvarint(b, uint64(uint32(x.TID)))
+		b = binary.AppendUvarint(b, x.StartTime)
+		b = binary.AppendUvarint(b, uint64(x.Cgroup))
+		b = appendStat(b, x.Last)
+	}
+	b = binary.AppendUvarint(b, uint64(len(t.Tombstones)))
+	for i := range t.Tombstones {
+		ts := &t.Tombstones[i]
+		b = appendString(b, ts.Path)
+		b = appendStat(b, ts.Stat)
+		b = appendKernel(b, &ts.Kernel)
+		b = binary.AppendVarint(b, ts.RemovedAt)
+	}
+	binary.LittleEndian.PutUint32(b[start+12:], uint32(len(b)-body))
+	return binary.LittleEndian.AppendUint32(b, crc32.Checksum(b[start:], castagnoli))
+}
+
+// childName returns the last element of path if path is parent's child.
+func childName(parent, path string) (string, bool) {
+	prefix := parent + "/"
+	if parent == "/" {
+		prefix = "/"
+	}
+	name, ok := strings.CutPrefix(path, prefix)
+	if !ok || name == "" || strings.Contains(name, "/") {
+		return "", false
+	}
+	return name, true
+}
+
+// appendKernel appends a mask of the counters ever read, a mask of those
+// not all zero, and the base and last reading of each of the latter.
+func appendKernel(b []byte, k *[container.NumKernelCounters]container.KernelCounter) []byte {
+	var has, set uint64
+	for i, c := range k {
+		if c.Has {
+			has |= 1 << i
+		}
+		if c.Base != 0 || c.Last != 0 {
+			set |= 1 << i
+		}
+	}
+	b = binary.AppendUvarint(b, has)
+	b = binary.AppendUvarint(b, set)
+	for i, c := range k {
+		if set&(1<<i) != 0 {
+			b = binary.AppendUvarint(b, c.Base)
+			b = binary.AppendUvarint(b, c.Last)
+		}
+	}
+	return b
+}
+
+func appendString(b []byte, s string) []byte {
+	b = binary.AppendUvarint(b, uint64(len(s)))
+	return append(b, s...)
+}
+
+func appendStat(b []byte, s schedstat.Stat) []byte {
+	b = binary.AppendUvarint(b, s.RunNanoseconds)
+	b = binary.AppendUvarint(b, s.WaitNanoseconds)
+	return binary.AppendUvarint(b, s.Timeslices)
+}

@@ -1,0 +1,200 @@
+package state_test
+
+import (
+	"bytes"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/schedstatd/schedstatd/container"
+	"github.com/schedstatd/schedstatd/internal/synth"
+	"github.com/schedstatd/schedstatd/state"
+)
+
+// node is a synthetic node whose table a keeper saves and restores.
+type node struct {
+	k    *synth.Kernel
+	tree *synth.Tree
+}
+
+func newNode() *node {
+	n := &node{k: synth.NewKernel(), tree: synth.NewTree("/", "/a")}
+	n.k.Spawn(10).Stat = stat(100, 10, 1)
+	n.tree.Set("/a", 10)
+	return n
+}
+
+func (n *node) table(t *testing.T) *container.Table {
+	tb := container.NewTable(n.tree, n.k)
+	t.Cleanup(func() { tb.Close() })
+	return tb
+}
+
+// keeper returns a keeper of path with a log the test can read.
+func keeper(t *testing.T, path string, o state.Origin) (*state.Keeper, *bytes.Buffer) {
+	var log bytes.Buffer
+	k := state.NewKeeper(state.Config{Path: path, Interval: time.Hour, Origin: o, Logger: slog.New(slog.NewTextHandler(&log, nil))})
+	t.Cleanup(func() { k.Close() })
+	return k, &log
+}
+
+// metric returns the keeper's metric name (with the result label if set).
+func metric(t *testing.T, k *state.Keeper, name, result string) float64 {
+	t.Helper()
+	reg := prometheus.NewPedanticRegistry()
+	reg.MustRegister(k)
+	mfs, err := reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, mf := range mfs {
+		if mf.GetName() != name {
+			continue
+		}
+		for _, m := range mf.GetMetric() {
+			if len(m.GetLabel()) > 0 && m.GetLabel()[0].GetValue() != result {
+				continue
+			}
+			if m.Counter != nil {
+				return m.Counter.GetValue()
+			}
+			return m.Gauge.GetValue()
+		}
+	}
+	t.Fatalf("no %s{result=%q}", name, result)
+	return 0
+}
+
+func TestKeeperRestores(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "run", "state")
+	n := newNode()
+	k, log := keeper(t, path, origin)
+	tb := n.table(t)
+	k.Restore(tb)
+	if metric(t, k, "schedstatd_state_restore", "missing") != 1 || !strings.Contains(log.String(), "no state file") {
+		t.Errorf("first start: not reported missing:\n%s", log)
+	}
+	if err := tb.Pass(); err != nil {
+		t.Fatal(err)
+	}
+	k.AfterPass(tb, true)
+	k.Close()
+	if w := metric(t, k, "schedstatd_state_writes_total", ""); w != 1 {
+		t.Errorf("%v writes after a requested pass, want 1", w)
+	}
+
+	n.k.Task(10).Stat = stat(150, 15, 2)
+	k2, log2 := keeper(t, path, origin)
+	tb2 := n.table(t)
+	k2.Restore(tb2)
+	if err := tb2.Pass(); err != nil {
+		t.Fatal(err)
+	}
+	k2.AfterPass(tb2, false)
+	if got, _ := tb2.Snapshot().Lookup("/a"); got.Stat != stat(150, 15, 2) {
+		t.Errorf("/a after the restart = %+v, want the task's 150/15/2 counted once", got.Stat)
+	}
+	if metric(t, k2, "schedstatd_state_restore", "restored") != 1 || metric(t, k2, "schedstatd_state_resumed_tasks", "") != 1 {
+		t.Errorf("restart not reported restored with one task:\n%s", log2)
+	}
+}
+
+func TestKeeperRefusesBadFiles(t *testing.T) {
+	cases := map[string][]byte{}
+	for name, tc := range badFiles() {
+		cases[name] = tc.b
+	}
+	foreign := sample()
+	foreign.Origin.BootID = "another boot"
+	cases["foreign"] = state.Append(nil, foreign)
+	for name, b := range cases {
+		t.Run(name, func(t *testing.T) {
+			path := filepath.Join(t.TempDir(), "state")
+			if err := os.WriteFile(path, b, 0o600); err != nil {
+				t.Fatal(err)
+			}
+			k, log := keeper(t, path, origin)
+			tb := newNode().table(t)
+			k.Restore(tb)
+			_, err := state.Decode(b)
+			if err == nil {
+				err = origin.Check(foreign.Origin)
+			}
+			reason := state.Reason(err)
+			if metric(t, k, "schedstatd_state_restore", reason) != 1 {
+				t.Errorf("result %s not reported", reason)
+			}
+			if lines := strings.Count(log.String(), "\n"); lines != 1 || !strings.Contains(log.String(), "reason="+reason) {
+				t.Errorf("want one log line with reason=%s:\n%s", reason, log)
+			}
+			if tb.Restored().Restored {
+				t.Errorf("table restored from a bad file")
+			}
+			// Starting fresh, the file is replaced by a good one.
+			if err := tb.Pass(); err != nil {
+				t.Fatal(err)
+			}
+			k.AfterPass(tb, true)
+			if b, err := state.ReadFile(path); err != nil {
+				t.Fatal(err)
+			} else if _, err := state.Decode(b); err != nil {
+				t.Errorf("the file written after a bad one: %v", err)
+			}
+		})
+	}
+}
+
+func TestKeeperLocked(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "state")
+	k1, _ := keeper(t, path, origin)
+	k1.Restore(newNode().table(t))
+	k2, log := keeper(t, path, origin)
+	k2.Restore(newNode().table(t))
+	if metric(t, k2, "schedstatd_state_restore", "locked") != 1 || !strings.Contains(log.String(), "another process") {
+		t.Errorf("a second keeper of one file is not refused:\n%s", log)
+	}
+}
+
+func TestKeeperUnwritable(t *testing.T) {
+	dir := t.TempDir()
+	file := filepath.Join(dir, "file")
+	if err := os.WriteFile(file, nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	k, log := keeper(t, filepath.Join(file, "state"), origin)
+	tb := newNode().table(t)
+	k.Restore(tb)
+	if metric(t, k, "schedstatd_state_restore", "unwritable") != 1 {
+		t.Errorf("a state path below a file is not reported unwritable:\n%s", log)
+	}
+	if err := tb.Pass(); err != nil {
+		t.Fatal(err)
+	}
+	k.AfterPass(tb, true) // runs on
+
+	// A directory that goes away after the start: each write fails, the
+	// log says so once, the daemon runs on.
+	sub := filepath.Join(dir, "sub")
+	k2, log2 := keeper(t, filepath.Join(sub, "state"), origin)
+	tb2 := newNode().table(t)
+	k2.Restore(tb2)
+	if err := os.RemoveAll(sub); err != nil {
+		t.Fatal(err)
+	}
+	for range 3 {
+		if err := tb2.Pass(); err != nil {
+			t.Fatal(err)
+		}
+		k2.AfterPass(tb2, true)
+	}
+	if f := metric(t, k2, "schedstatd_state_write_failures_total", ""); f != 3 {
+		t.Errorf("%v write failures, want 3", f)
+	}
+	if n := strings.Count(log2.String(), "cannot be written"); n != 1 {
+		t.Errorf("write failure logged %d times, want once:\n%s", n, log2)
+	}
+}
