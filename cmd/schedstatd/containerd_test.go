@@ -28,10 +28,9 @@ var (
 	choresCmd = []string{"/bin/sh", "-c", "while :; do x=$(i=0; while [ $i -lt 3000 ]; do i=$((i+1)); done; echo $i); sleep 0.1; done"}
 )
 
-// sandboxImageLabel is the image label of a pod's sandbox (pause
-// container) cgroup. cAdvisor shows the sandbox image there; schedstatd
-// shows none yet (issue 16).
-const sandboxImageLabel = ""
+// sandboxImageLabel is the image label of a pod's sandbox: the sandbox
+// (pause) image, from the runtime's status, as cAdvisor shows it.
+var sandboxImageLabel = containerdtest.PauseImage.Name
 
 // ctdScraper scrapes a daemon that watches a real containerd.
 type ctdScraper struct {
