@@ -109,30 +109,12 @@ func ParseBandwidth(b []byte) (Bandwidth, error) {
 	return bw, nil
 }
 
-// readBandwidth reads the cgroup's CFS bandwidth counters into c from its
-// own cpu.stat (relative to parentfd) or from the cgroup at the same path
-// in the v1 cpu hierarchy. On v2 the counters come from the cpu.stat the
+// readBandwidth reads the cgroup's CFS bandwidth counters from its own
+// cpu.stat (relative to parentfd) or from the cgroup at the same path in
+// the v1 cpu hierarchy. On v2 the counters come from the cpu.stat the
 // usage counter was read from, in readUsage, and nothing is read here. A
 // missing file, or a missing twin, is no error: the cgroup has no
 // bandwidth series.
 func (w *walker) readBandwidth(parentfd int, n *node) (Bandwidth, error) {
-	if n.bandwidth == nil {
-		return Bandwidth{}, nil
-	}
-	base := parentfd
-	if w.bandwidth.mirror != "" {
-		base = atCWD
-	}
-	err := w.read(base, n.bandwidth, n.rel)
-	if IsRemoved(err) {
-		return Bandwidth{}, nil
-	}
-	var bw Bandwidth
-	if err == nil {
-		bw, err = ParseBandwidth(w.buf)
-	}
-	if err != nil {
-		return Bandwidth{}, fmt.Errorf("cgroupfs: %s: %w", w.bandwidth.path(w.dir, n.rel), err)
-	}
-	return bw, nil
+	return readKernelFile(w, parentfd, n, n.bandwidth, w.bandwidth, ParseBandwidth)
 }

@@ -1,6 +1,9 @@
 package cgroupfs
 
-import "path/filepath"
+import (
+	"fmt"
+	"path/filepath"
+)
 
 // kernelFile says where the cgroups of a walked hierarchy keep one
 // optional kernel file: in their own directories, at the same relative
@@ -114,4 +117,31 @@ func (w *walker) readKernelFiles(parentfd int, n *node, c *Cgroup) error {
 		return berr
 	}
 	return perr
+}
+
+// readKernelFile reads the file name of the cgroup n, where f keeps it
+// (relative to parentfd, or in a mirror hierarchy), and parses it. A
+// cgroup without the file (name nil), a missing file or a missing twin is
+// the zero value and no error.
+func readKernelFile[T any](w *walker, parentfd int, n *node, name []byte, f kernelFile, parse func([]byte) (T, error)) (T, error) {
+	var zero T
+	if name == nil {
+		return zero, nil
+	}
+	base := parentfd
+	if f.mirror != "" {
+		base = atCWD
+	}
+	err := w.read(base, name, n.rel)
+	if IsRemoved(err) {
+		return zero, nil
+	}
+	var v T
+	if err == nil {
+		v, err = parse(w.buf)
+	}
+	if err != nil {
+		return zero, fmt.Errorf("cgroupfs: %s: %w", f.path(w.dir, n.rel), err)
+	}
+	return v, nil
 }

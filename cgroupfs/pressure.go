@@ -2,7 +2,6 @@ package cgroupfs
 
 import (
 	"bytes"
-	"fmt"
 )
 
 // pressureFile is the v2 file that holds a cgroup's CPU pressure stall
@@ -77,23 +76,5 @@ func pressureTotal(fields []byte) (uint64, bool) {
 // in the v2 hierarchy beside a walked v1 one. A missing file, or a
 // missing twin, is no error: the cgroup has no pressure series.
 func (w *walker) readPressure(parentfd int, n *node) (Pressure, error) {
-	if n.pressure == nil {
-		return Pressure{}, nil
-	}
-	base := parentfd
-	if w.pressure.mirror != "" {
-		base = atCWD
-	}
-	err := w.read(base, n.pressure, n.rel)
-	if IsRemoved(err) {
-		return Pressure{}, nil
-	}
-	var p Pressure
-	if err == nil {
-		p, err = ParsePressure(w.buf)
-	}
-	if err != nil {
-		return Pressure{}, fmt.Errorf("cgroupfs: %s: %w", w.pressure.path(w.dir, n.rel), err)
-	}
-	return p, nil
+	return readKernelFile(w, parentfd, n, n.pressure, w.pressure, ParsePressure)
 }
