@@ -86,6 +86,9 @@ func TestScenarioReal(t *testing.T) {
 			// y exits; its leader stays a zombie until reaped.
 			syscall.Kill(y.PID, syscall.SIGKILL)
 			waitZombie(t, y)
+			// Dying threads still run their last stretch after they
+			// leave the task list; let the counter settle.
+			settleUsage(t, a)
 			compare("zombie")
 			y.Kill()
 			compare("reaped")
@@ -99,6 +102,22 @@ func TestScenarioReal(t *testing.T) {
 }
 
 // waitZombie waits until p is a zombie with no thread but its leader.
+// settleUsage returns once the CPU counter of the cgroup at dir has held
+// still for 20 ms.
+func settleUsage(t *testing.T, dir string) {
+	t.Helper()
+	last := testcg.Usage(t, dir)
+	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); {
+		time.Sleep(20 * time.Millisecond)
+		now := testcg.Usage(t, dir)
+		if now == last {
+			return
+		}
+		last = now
+	}
+	t.Fatalf("the CPU counter of %s did not settle in 10s", dir)
+}
+
 func waitZombie(t *testing.T, p *testproc.Proc) {
 	t.Helper()
 	deadline := time.Now().Add(10 * time.Second)
