@@ -63,12 +63,8 @@ func ParseBandwidth(b []byte) (Bandwidth, error) {
 	var bw Bandwidth
 	var found int
 	for len(b) > 0 {
-		line := b
-		if i := bytes.IndexByte(b, '\n'); i >= 0 {
-			line, b = b[:i], b[i+1:]
-		} else {
-			b = nil
-		}
+		var line []byte
+		line, b = nextLine(b)
 		key, val, _ := bytes.Cut(line, []byte{' '})
 		var dst *uint64
 		var bit int

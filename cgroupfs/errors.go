@@ -1,6 +1,7 @@
 package cgroupfs
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
 
@@ -38,4 +39,13 @@ func parseError(what string, b []byte) error {
 		b = b[:maxQuoted]
 	}
 	return fmt.Errorf("%w %s: %q", ErrParse, what, b)
+}
+
+// nextLine splits b at its first newline: the line before it and the rest
+// after it, or all of b and nil. It allocates nothing.
+func nextLine(b []byte) (line, rest []byte) {
+	if i := bytes.IndexByte(b, '\n'); i >= 0 {
+		return b[:i], b[i+1:]
+	}
+	return b, nil
 }

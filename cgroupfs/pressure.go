@@ -33,12 +33,8 @@ type Pressure struct {
 func ParsePressure(b []byte) (Pressure, error) {
 	var p Pressure
 	for len(b) > 0 {
-		line := b
-		if i := bytes.IndexByte(b, '\n'); i >= 0 {
-			line, b = b[:i], b[i+1:]
-		} else {
-			b = nil
-		}
+		var line []byte
+		line, b = nextLine(b)
 		kind, fields, _ := bytes.Cut(line, []byte{' '})
 		var dst *uint64
 		var has *bool

@@ -29,12 +29,8 @@ func ParseCPUStat(b []byte) (CPUStat, error) {
 	var s CPUStat
 	var haveUsage bool
 	for len(b) > 0 {
-		line := b
-		if i := bytes.IndexByte(b, '\n'); i >= 0 {
-			line, b = b[:i], b[i+1:]
-		} else {
-			b = nil
-		}
+		var line []byte
+		line, b = nextLine(b)
 		key, val, _ := bytes.Cut(line, []byte{' '})
 		var dst *uint64
 		switch string(key) {
