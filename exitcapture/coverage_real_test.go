@@ -1,6 +1,7 @@
 package exitcapture
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
 	"testing"
@@ -34,9 +35,15 @@ func TestCoverageShortTasks(t *testing.T) {
 	}()
 
 	// Both helpers run at once; their ids come back after both exit.
+	// -short (the kernel matrix's VMs, under software emulation) runs a
+	// fifth of them.
+	nThreads, nProcs := 1500, 200
+	if testing.Short() {
+		nThreads, nProcs = 300, 40
+	}
 	helpers := []*churn.Proc{
-		churn.Start(t, "threads 1500 4ms 4", nonEmpty(v1, v2)...),
-		churn.Start(t, "procs 200 10ms 2", nonEmpty(v1, v2)...),
+		churn.Start(t, fmt.Sprintf("threads %d 4ms 4", nThreads), nonEmpty(v1, v2)...),
+		churn.Start(t, fmt.Sprintf("procs %d 10ms 2", nProcs), nonEmpty(v1, v2)...),
 	}
 	// The bound only catches a stuck helper: natively they end within
 	// seconds, under software emulation on a busy host (the kernel
@@ -57,8 +64,8 @@ func TestCoverageShortTasks(t *testing.T) {
 		float64(polled)/1e9, float64(polled)/float64(usage))
 	t.Logf("threads run: %d; source %+v; table exit events %d, unattributed %d, exits seen by passes %d",
 		len(threads), st, c.ExitEvents, c.UnattributedExits, c.Exits)
-	if len(threads) != 1500 {
-		t.Errorf("the helper ran %d threads, want 1500", len(threads))
+	if len(threads) != nThreads {
+		t.Errorf("the helper ran %d threads, want %d", len(threads), nThreads)
 	}
 	if float64(captured) < 0.995*float64(usage) {
 		t.Errorf("with exit capture the cgroup ran %d ns, below 99.5%% of its CPU counter %d ns", captured, usage)
@@ -86,7 +93,11 @@ func TestCoverageFastPasses(t *testing.T) {
 			stop()
 		}
 	}()
-	churn.Start(t, "threads 600 3ms 3", v1).Wait(t, 90*time.Second)
+	n := 600
+	if testing.Short() {
+		n = 150
+	}
+	churn.Start(t, fmt.Sprintf("threads %d 3ms 3", n), v1).Wait(t, 90*time.Second)
 	stop()
 	stop = nil
 	p.settle(t)

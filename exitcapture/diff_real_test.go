@@ -1,6 +1,7 @@
 package exitcapture
 
 import (
+	"fmt"
 	"math"
 	"path/filepath"
 	"testing"
@@ -58,7 +59,14 @@ func TestDifferentialSources(t *testing.T) {
 	parent := testcg.Make(t, walked)
 	child := testcg.Make(t, walked)
 	spin := testproc.StartIn(t, 2, parent)
-	helpers := []*churn.Proc{churn.Start(t, "threads 300 3ms 3", child), churn.Start(t, "procs 60 5ms 2", parent)}
+	nThreads, nProcs := 300, 60
+	if testing.Short() { // the kernel matrix's VMs
+		nThreads, nProcs = 100, 20
+	}
+	helpers := []*churn.Proc{
+		churn.Start(t, fmt.Sprintf("threads %d 3ms 3", nThreads), child),
+		churn.Start(t, fmt.Sprintf("procs %d 5ms 2", nProcs), parent),
+	}
 	quit, done := make(chan struct{}), make(chan struct{})
 	go func() {
 		defer close(done)

@@ -15,7 +15,7 @@ import (
 // grow with the threads.
 func TestSteadyStateAllocs(t *testing.T) {
 	_, s := open(t, "")
-	p := testproc.StartSleepers(t, 1000)
+	p := testproc.StartSleepers(t, sleepers())
 	if err := s.Read(); err != nil {
 		t.Fatal(err)
 	}
@@ -54,7 +54,7 @@ func TestSteadyStateAllocs(t *testing.T) {
 	}
 	list()
 	few := testing.AllocsPerRun(10, list)
-	more := testproc.StartSleepers(t, 1000)
+	more := testproc.StartSleepers(t, sleepers())
 	list()
 	many := testing.AllocsPerRun(10, list)
 	if failed != nil {
@@ -62,6 +62,16 @@ func TestSteadyStateAllocs(t *testing.T) {
 	}
 	t.Logf("List: %v allocations with %d cgroups, %v with %d more threads", few, len(listing.Cgroups), many, len(more.Workers))
 	if many > few+2 {
-		t.Errorf("List allocations grew from %v to %v with 1000 more threads", few, many)
+		t.Errorf("List allocations grew from %v to %v with %d more threads", few, many, len(more.Workers))
 	}
+}
+
+// sleepers is how many threads the allocation tests add: a thousand, a
+// quarter of that with -short (the kernel matrix's VMs, under software
+// emulation), still far more than a pass's fixed allocations.
+func sleepers() int {
+	if testing.Short() {
+		return 250
+	}
+	return 1000
 }
