@@ -129,7 +129,8 @@ func TestKernels(t *testing.T) {
 			if err := os.MkdirAll(runDir, 0o755); err != nil {
 				t.Fatal(err)
 			}
-			results, console := boot(t, runDir, images[k.name], initrd, vmTimeout)
+			sysmap := filepath.Join(filepath.Dir(images[k.name]), strings.Replace(filepath.Base(images[k.name]), "vmlinuz-", "System.map-", 1))
+			results, console := boot(t, runDir, images[k.name], sysmap, initrd, vmTimeout)
 			header, sections := split(results)
 			for _, h := range header {
 				t.Log(h)

@@ -49,7 +49,9 @@ mount -t bpf bpf /sys/fs/bpf
 mount -t debugfs debugfs /sys/kernel/debug
 mount -t tmpfs tmp /tmp
 ip link set lo up
-# Boot quietly, then let hung-task and lockup reports through with their stacks.
+# Boot quietly, then let hung-task and lockup reports through with their
+# stacks. The binaries run with -test.short: the tests that start thousands
+# of tasks start fewer (software emulation runs them 20-50 times slower).
 echo 7 > /proc/sys/kernel/printk
 for c in $(cat /sys/fs/cgroup/cgroup.controllers); do echo +$c > /sys/fs/cgroup/cgroup.subtree_control; done
 out=/dev/ttyS1
@@ -61,7 +63,7 @@ echo "@@schedstatd-cgroup /sys/fs/cgroup magic 0x$(stat -f -c %t /sys/fs/cgroup)
 while read -r bin pkg run; do
 	echo "` + markBegin + `$pkg" > $out
 	cd /src/$pkg
-	/src/$bin -test.v -test.count=1 -test.timeout=6m ${run:+-test.run "$run"} > $out 2>&1
+	/src/$bin -test.v -test.short -test.count=1 -test.timeout=6m ${run:+-test.run "$run"} > $out 2>&1
 	echo "` + markEnd + `$pkg $?" > $out
 done < /binaries
 cd /
@@ -151,13 +153,21 @@ func checkStatic(path string) error {
 	return nil
 }
 
+// stallAfter is how long a guest may write nothing to the results port
+// before it is taken for frozen. It is longer than the in-guest test
+// timeout (6 minutes, see initScript), so a live guest always reports a
+// stuck test itself, with every goroutine's stack, first.
+const stallAfter = 7 * time.Minute
+
 // boot runs kernel with initrd in qemu under software emulation until the
 // VM powers off, and returns what the tests wrote to the results port.
-// The console goes to console.log in dir.
-func boot(t *testing.T, dir, kernel, initrd string, timeout time.Duration) (results []byte, console string) {
+// The console goes to console.log in dir. A guest that writes nothing for
+// stallAfter, or runs past timeout, is stopped after its CPUs' registers
+// and stacks are logged, named with the kernel's symbols (sysmap).
+func boot(t *testing.T, dir, kernel, sysmap, initrd string, timeout time.Duration) (results []byte, console string) {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), timeout)
-	defer cancel()
+	ctx, cancel := context.WithCancelCause(context.Background())
+	defer cancel(nil)
 	resultsPath := filepath.Join(dir, "results.log")
 	monitorPath := filepath.Join(dir, "monitor.sock")
 	consolePath := filepath.Join(dir, "console.log")
@@ -173,23 +183,29 @@ func boot(t *testing.T, dir, kernel, initrd string, timeout time.Duration) (resu
 		"-serial", "stdio", "-serial", "file:"+resultsPath,
 		"-monitor", "unix:"+monitorPath+",server,nowait",
 		"-kernel", kernel, "-initrd", initrd,
-		"-append", "console=ttyS0 quiet loglevel=4 panic=-1 rdinit=/init "+
+		"-append", "console=ttyS0 quiet loglevel=4 panic=-1 rdinit=/init nokaslr "+
+			"softlockup_all_cpu_backtrace=1 "+
 			"cgroup_no_v1=all systemd.unified_cgroup_hierarchy=1",
 	)
 	cmd.Stdout, cmd.Stderr = cf, cf
 	cmd.WaitDelay = 5 * time.Second
-	// On a timeout, the virtual CPUs' registers go to the log before qemu
-	// is killed: where a frozen guest spins.
+	// A stopped guest's CPUs go to the log before qemu is killed: where
+	// it spins, and what called it.
 	cmd.Cancel = func() error {
-		t.Logf("the VM's CPUs when it timed out:\n%s", monitor(monitorPath, "info registers -a"))
+		syms, err := readSymbols(sysmap)
+		if err != nil {
+			t.Logf("no symbols: %v", err)
+		}
+		t.Logf("%v; the VM's CPUs:\n%s", context.Cause(ctx), syms.annotate(cpuState(monitorPath)))
 		return cmd.Process.Kill()
 	}
+	go watchProgress(ctx, cancel, resultsPath, timeout)
 	start := time.Now()
 	err = cmd.Run()
 	b, _ := os.ReadFile(consolePath)
 	console = string(b)
-	if ctx.Err() != nil {
-		t.Errorf("the VM did not power off within %v", timeout)
+	if cause := context.Cause(ctx); cause != nil {
+		t.Errorf("%v", cause)
 	} else if err != nil {
 		t.Errorf("qemu: %v", err)
 	}
@@ -198,22 +214,82 @@ func boot(t *testing.T, dir, kernel, initrd string, timeout time.Duration) (resu
 	return results, console
 }
 
-// monitor sends command to qemu's monitor at path and returns what it
-// answers within two seconds, the CPU and instruction pointer lines of
-// "info registers" only.
-func monitor(path, command string) string {
+// watchProgress cancels ctx when the file at path has not grown for
+// stallAfter, or when timeout has passed.
+func watchProgress(ctx context.Context, cancel context.CancelCauseFunc, path string, timeout time.Duration) {
+	deadline := time.Now().Add(timeout)
+	var size int64 = -1
+	grew := time.Now()
+	tick := time.NewTicker(5 * time.Second)
+	defer tick.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case now := <-tick.C:
+			if st, err := os.Stat(path); err == nil && st.Size() != size {
+				size, grew = st.Size(), now
+			}
+			switch {
+			case now.After(deadline):
+				cancel(fmt.Errorf("the VM did not power off within %v", timeout))
+				return
+			case now.Sub(grew) > stallAfter:
+				cancel(fmt.Errorf("the VM wrote no result for %v: the guest is frozen", stallAfter))
+				return
+			}
+		}
+	}
+}
+
+// cpuState asks qemu's monitor at path for each virtual CPU's registers
+// and the top of its stack, three times a second apart.
+func cpuState(path string) string {
+	var cmds []string
+	for round := range 3 {
+		if round > 0 {
+			cmds = append(cmds, "")
+		}
+		for cpu := range 2 {
+			cmds = append(cmds, fmt.Sprintf("cpu %d", cpu), "info registers", "x/24gx $rsp")
+		}
+	}
+	return monitor(path, cmds...)
+}
+
+// ansi matches the terminal escapes qemu's monitor writes around its
+// echo.
+var ansi = regexp.MustCompile(`\x1b\[[0-9;]*[A-Za-z]`)
+
+// monitor sends commands to qemu's monitor at path, an empty one meaning
+// a second's pause, and returns what it answers: the instruction pointer
+// lines of "info registers" and the words of "x".
+func monitor(path string, commands ...string) string {
 	c, err := net.DialTimeout("unix", path, time.Second)
 	if err != nil {
 		return err.Error()
 	}
 	defer c.Close()
-	c.SetDeadline(time.Now().Add(2 * time.Second))
-	fmt.Fprintf(c, "%s\n", command)
+	go func() {
+		for _, cmd := range commands {
+			if cmd == "" {
+				time.Sleep(time.Second)
+				continue
+			}
+			fmt.Fprintf(c, "%s\n", cmd)
+			time.Sleep(100 * time.Millisecond)
+		}
+	}()
+	c.SetDeadline(time.Now().Add(time.Duration(len(commands))*200*time.Millisecond + 4*time.Second))
 	b, _ := io.ReadAll(c)
 	var out []string
-	for _, line := range strings.Split(string(b), "\n") {
-		if strings.Contains(line, "IP=") || strings.HasPrefix(line, "CPU#") {
-			out = append(out, strings.TrimSpace(line))
+	for _, line := range strings.Split(ansi.ReplaceAllString(string(b), ""), "\n") {
+		line = strings.TrimSpace(strings.ReplaceAll(line, "\r", ""))
+		switch {
+		case strings.HasPrefix(line, "(qemu) cpu "):
+			out = append(out, strings.TrimPrefix(line, "(qemu) "))
+		case strings.Contains(line, "RIP="), strings.HasPrefix(line, "ffff"):
+			out = append(out, line)
 		}
 	}
 	return strings.Join(out, "\n")
