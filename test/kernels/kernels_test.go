@@ -129,8 +129,7 @@ func TestKernels(t *testing.T) {
 			if err := os.MkdirAll(runDir, 0o755); err != nil {
 				t.Fatal(err)
 			}
-			sysmap := filepath.Join(filepath.Dir(images[k.name]), strings.Replace(filepath.Base(images[k.name]), "vmlinuz-", "System.map-", 1))
-			results, console := boot(t, runDir, images[k.name], sysmap, initrd, vmTimeout)
+			results, console := boot(t, runDir, images[k.name], initrd, vmTimeout)
 			header, sections := split(results)
 			for _, h := range header {
 				t.Log(h)

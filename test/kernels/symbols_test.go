@@ -2,23 +2,29 @@ package kernels
 
 import (
 	"bufio"
+	"context"
 	"fmt"
 	"os"
+	"os/exec"
+	"path/filepath"
 	"regexp"
 	"slices"
 	"strconv"
 	"strings"
+	"time"
 )
 
 // symbols maps kernel text addresses to function names, from a kernel's
-// System.map. The VMs boot with nokaslr, so the addresses a frozen
-// guest's CPUs show are the map's.
+// /proc/kallsyms. The VMs boot with nokaslr and load no module, so every
+// boot of a kernel has the same addresses: the table is read once, in a
+// VM of its own, when a guest of that kernel first freezes, and kept
+// beside the kernel (Debian's packages ship only a stub System.map).
 type symbols struct {
 	addrs []uint64
 	names []string
 }
 
-// readSymbols reads the text symbols of a System.map.
+// readSymbols reads the text symbols of a kallsyms (or System.map) file.
 func readSymbols(path string) (*symbols, error) {
 	f, err := os.Open(path)
 	if err != nil {
@@ -29,7 +35,7 @@ func readSymbols(path string) (*symbols, error) {
 	sc := bufio.NewScanner(f)
 	for sc.Scan() {
 		fs := strings.Fields(sc.Text())
-		if len(fs) != 3 || (fs[1] != "t" && fs[1] != "T") {
+		if len(fs) < 3 || (fs[1] != "t" && fs[1] != "T") {
 			continue
 		}
 		a, err := strconv.ParseUint(fs[0], 16, 64)
@@ -45,7 +51,7 @@ func readSymbols(path string) (*symbols, error) {
 	if len(s.addrs) == 0 {
 		return nil, fmt.Errorf("%s: no text symbols", path)
 	}
-	// System.map is sorted by address already; make sure.
+	// kallsyms is mostly sorted by address; make sure.
 	if !slices.IsSorted(s.addrs) {
 		idx := make([]int, len(s.addrs))
 		for i := range idx {
@@ -85,7 +91,7 @@ func (s *symbols) lookup(a uint64) string {
 	return fmt.Sprintf("%s+%#x", s.names[i], a-s.addrs[i])
 }
 
-var hexWord = regexp.MustCompile(`\b(?:RIP=)?(ffffffff[0-9a-f]{8})\b`)
+var hexWord = regexp.MustCompile(`(?:\b|0x)(ffffffff[0-9a-f]{8})\b`)
 
 // annotate appends the function of every kernel text address in text to
 // its line.
@@ -105,4 +111,60 @@ func (s *symbols) annotate(text string) string {
 		out = append(out, line)
 	}
 	return strings.Join(out, "\n")
+}
+
+// kallsymsInit is the /init of the VM that reads a kernel's symbols.
+const kallsymsInit = `#!/bin/busybox sh
+/bin/busybox mount -t devtmpfs dev /dev
+/bin/busybox mount -t proc proc /proc
+/bin/busybox stty -F /dev/ttyS1 raw -echo 2>/dev/null
+/bin/busybox cat /proc/kallsyms > /dev/ttyS1
+/bin/busybox sync
+/bin/busybox poweroff -f
+`
+
+// kernelSymbols returns the symbols of the kernel at vmlinuz, read once by
+// booting it with kallsymsInit and kept in a file beside it.
+func kernelSymbols(vmlinuz string) (*symbols, error) {
+	// Not vmlinuz-*: that names the cached image.
+	path := filepath.Join(filepath.Dir(vmlinuz), "kallsyms-"+strings.TrimPrefix(filepath.Base(vmlinuz), "vmlinuz-"))
+	if s, err := readSymbols(path); err == nil {
+		return s, nil
+	}
+	dir, err := os.MkdirTemp("", "schedstatd-kallsyms-")
+	if err != nil {
+		return nil, err
+	}
+	defer os.RemoveAll(dir)
+	initrd := filepath.Join(dir, "initramfs.cpio")
+	f, err := os.Create(initrd)
+	if err != nil {
+		return nil, err
+	}
+	c := newCPIO(f)
+	for _, d := range []string{"bin", "dev", "proc"} {
+		c.dir(d)
+	}
+	c.char("dev/console", 5, 1)
+	c.bytes("init", []byte(kallsymsInit), 0o755)
+	c.file("bin/busybox", "/bin/busybox")
+	err = c.close()
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		return nil, err
+	}
+	out := filepath.Join(dir, "kallsyms")
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, "qemu-system-x86_64", qemuArgs(vmlinuz, initrd, "null", "file:"+out)...)
+	if b, err := cmd.CombinedOutput(); err != nil {
+		return nil, fmt.Errorf("read the kernel's symbols: qemu: %v\n%s", err, b)
+	}
+	s, err := readSymbols(out)
+	if err != nil {
+		return nil, err
+	}
+	return s, os.Rename(out, path)
 }

@@ -17,7 +17,7 @@ func TestSymbolsAnnotate(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	got := s.annotate("RIP=ffffffff81000234 RFL=00000246\nffff888000001000 ffffffff81000301\n00000000")
+	got := s.annotate("RIP=ffffffff81000234 RFL=00000246\nffffc90000013e48: 0xffffffff81000301 0xffff888000001000\n00000000")
 	for _, want := range []string{"<do_one+0x134>", "<do_two+0x1>"} {
 		if !strings.Contains(got, want) {
 			t.Errorf("annotate: %q lacks %q", got, want)

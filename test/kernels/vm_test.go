@@ -153,6 +153,25 @@ func checkStatic(path string) error {
 	return nil
 }
 
+// qemuArgs are the arguments that boot kernel with initrd under software
+// emulation (/dev/kvm here is a nested device stock kernels cannot run
+// on) into pure cgroup v2, with serial ports ttyS0, ttyS1, ... backed by
+// serials, in order ("stdio", "null", "file:<path>").
+func qemuArgs(kernel, initrd string, serials ...string) []string {
+	args := []string{
+		"-accel", "tcg", "-cpu", "max", "-smp", "2", "-m", "2G", "-nographic",
+		"-no-reboot", "-nodefaults", "-no-user-config",
+		"-kernel", kernel, "-initrd", initrd,
+		"-append", "console=ttyS0 quiet loglevel=4 panic=-1 rdinit=/init nokaslr " +
+			"softlockup_all_cpu_backtrace=1 " +
+			"cgroup_no_v1=all systemd.unified_cgroup_hierarchy=1",
+	}
+	for _, s := range serials {
+		args = append(args, "-serial", s)
+	}
+	return args
+}
+
 // stallAfter is how long a guest may write nothing to the results port
 // before it is taken for frozen. It is longer than the in-guest test
 // timeout (6 minutes, see initScript), so a live guest always reports a
@@ -163,8 +182,8 @@ const stallAfter = 7 * time.Minute
 // VM powers off, and returns what the tests wrote to the results port.
 // The console goes to console.log in dir. A guest that writes nothing for
 // stallAfter, or runs past timeout, is stopped after its CPUs' registers
-// and stacks are logged, named with the kernel's symbols (sysmap).
-func boot(t *testing.T, dir, kernel, sysmap, initrd string, timeout time.Duration) (results []byte, console string) {
+// and stacks are logged, named with the kernel's symbols.
+func boot(t *testing.T, dir, kernel, initrd string, timeout time.Duration) (results []byte, console string) {
 	t.Helper()
 	ctx, cancel := context.WithCancelCause(context.Background())
 	defer cancel(nil)
@@ -176,28 +195,21 @@ func boot(t *testing.T, dir, kernel, sysmap, initrd string, timeout time.Duratio
 		t.Fatal(err)
 	}
 	defer cf.Close()
-	// /dev/kvm here is a nested device stock kernels cannot run on: TCG.
-	cmd := exec.CommandContext(ctx, "qemu-system-x86_64",
-		"-accel", "tcg", "-cpu", "max", "-smp", "2", "-m", "2G", "-nographic",
-		"-no-reboot", "-nodefaults", "-no-user-config",
-		"-serial", "stdio", "-serial", "file:"+resultsPath,
-		"-monitor", "unix:"+monitorPath+",server,nowait",
-		"-kernel", kernel, "-initrd", initrd,
-		"-append", "console=ttyS0 quiet loglevel=4 panic=-1 rdinit=/init nokaslr "+
-			"softlockup_all_cpu_backtrace=1 "+
-			"cgroup_no_v1=all systemd.unified_cgroup_hierarchy=1",
-	)
+	cmd := exec.CommandContext(ctx, "qemu-system-x86_64", append(qemuArgs(kernel, initrd, "stdio", "file:"+resultsPath),
+		"-monitor", "unix:"+monitorPath+",server,nowait")...)
 	cmd.Stdout, cmd.Stderr = cf, cf
 	cmd.WaitDelay = 5 * time.Second
 	// A stopped guest's CPUs go to the log before qemu is killed: where
 	// it spins, and what called it.
 	cmd.Cancel = func() error {
-		syms, err := readSymbols(sysmap)
-		if err != nil {
-			t.Logf("no symbols: %v", err)
+		state := cpuState(monitorPath)
+		err := cmd.Process.Kill()
+		syms, serr := kernelSymbols(kernel)
+		if serr != nil {
+			t.Logf("no symbols: %v", serr)
 		}
-		t.Logf("%v; the VM's CPUs:\n%s", context.Cause(ctx), syms.annotate(cpuState(monitorPath)))
-		return cmd.Process.Kill()
+		t.Logf("%v; the VM's CPUs:\n%s", context.Cause(ctx), syms.annotate(state))
+		return err
 	}
 	go watchProgress(ctx, cancel, resultsPath, timeout)
 	start := time.Now()
@@ -243,7 +255,8 @@ func watchProgress(ctx context.Context, cancel context.CancelCauseFunc, path str
 }
 
 // cpuState asks qemu's monitor at path for each virtual CPU's registers
-// and the top of its stack, three times a second apart.
+// and the top of its stack ($esp is the monitor's name for rsp too), three
+// times a second apart.
 func cpuState(path string) string {
 	var cmds []string
 	for round := range 3 {
@@ -251,7 +264,7 @@ func cpuState(path string) string {
 			cmds = append(cmds, "")
 		}
 		for cpu := range 2 {
-			cmds = append(cmds, fmt.Sprintf("cpu %d", cpu), "info registers", "x/24gx $rsp")
+			cmds = append(cmds, fmt.Sprintf("cpu %d", cpu), "info registers", "x/24gx $esp")
 		}
 	}
 	return monitor(path, cmds...)
@@ -261,9 +274,13 @@ func cpuState(path string) string {
 // echo.
 var ansi = regexp.MustCompile(`\x1b\[[0-9;]*[A-Za-z]`)
 
+// stackLine is a line of "x/24gx": an address and the words there.
+var stackLine = regexp.MustCompile(`^[0-9a-f]{16}: 0x`)
+
 // monitor sends commands to qemu's monitor at path, an empty one meaning
 // a second's pause, and returns what it answers: the instruction pointer
-// lines of "info registers" and the words of "x".
+// lines of "info registers" (each after its CPU#n line) and the words of
+// "x".
 func monitor(path string, commands ...string) string {
 	c, err := net.DialTimeout("unix", path, time.Second)
 	if err != nil {
@@ -285,10 +302,7 @@ func monitor(path string, commands ...string) string {
 	var out []string
 	for _, line := range strings.Split(ansi.ReplaceAllString(string(b), ""), "\n") {
 		line = strings.TrimSpace(strings.ReplaceAll(line, "\r", ""))
-		switch {
-		case strings.HasPrefix(line, "(qemu) cpu "):
-			out = append(out, strings.TrimPrefix(line, "(qemu) "))
-		case strings.Contains(line, "RIP="), strings.HasPrefix(line, "ffff"):
+		if strings.HasPrefix(line, "CPU#") || strings.Contains(line, "RIP=") || stackLine.MatchString(line) {
 			out = append(out, line)
 		}
 	}
