@@ -12,7 +12,7 @@ BIN      ?= schedstatd
 PKGS     ?= ./...
 BENCHOUT ?= bench.txt
 
-.PHONY: all build run test test-deps test-kernels kernel-deps test-kubelet test-known-gaps test-short vet staticcheck lint fmt-check fuzz fuzz-smoke soak bench bench-smoke update-golden tidy-check clean
+.PHONY: all build run test test-host test-deps test-kernels kernel-deps test-kubelet test-known-gaps test-short vet staticcheck lint fmt-check fuzz fuzz-smoke soak bench bench-smoke update-golden tidy-check clean
 
 all: build
 
@@ -22,10 +22,15 @@ build:
 run: build
 	./schedstatd
 
-# test is what CI runs: formatting, vet, staticcheck, module hygiene, the
-# race-enabled suite, every fuzz target briefly, and every benchmark once so
-# none rots.
-test: test-deps fmt-check vet staticcheck tidy-check
+# test is what CI runs: the suite on this machine's kernel (test-host),
+# then the real-kernel tests again in a VM per supported kernel
+# (test-kernels).
+test: test-host test-kernels
+
+# test-host is the suite without the VMs: formatting, vet, staticcheck,
+# module hygiene, the race-enabled suite, every fuzz target briefly, and
+# every benchmark once so none rots.
+test-host: test-deps fmt-check vet staticcheck tidy-check
 	$(GO) test -race -count=1 -timeout 20m $(PKGS)
 	$(MAKE) fuzz-smoke
 	$(MAKE) bench-smoke
@@ -41,15 +46,23 @@ test: test-deps fmt-check vet staticcheck tidy-check
 TEST_TOOLS ?= tmux:tmux promtool:prometheus containerd:containerd runc:runc busybox:busybox-static
 test-deps:
 	@missing=""; for tp in $(TEST_TOOLS); do command -v $${tp%%:*} >/dev/null 2>&1 || missing="$$missing $${tp#*:}"; done; \
+	$(call apt-install,the end-to-end tests,the end-to-end tests that drive them will say so)
+
+# apt-install installs the Debian packages in the shell variable missing,
+# if any, for $(1), as root with apt-get, waiting up to ten minutes for
+# another apt-get holding the lock (on a shared machine); where it cannot,
+# it says so and what follows, $(2).
+define apt-install
 	if [ -n "$$missing" ]; then \
 		if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then \
-			echo "installing$$missing for the end-to-end tests"; \
+			echo "installing$$missing for $(1)"; \
 			{ apt-get -o DPkg::Lock::Timeout=600 update -qq && DEBIAN_FRONTEND=noninteractive apt-get -o DPkg::Lock::Timeout=600 install -y -qq --no-install-recommends $$missing >/dev/null; } || \
-				echo "could not install$$missing: the end-to-end tests that drive them will say so"; \
+				echo "could not install$$missing: $(2)"; \
 		else \
-			echo "not installed:$$missing (the end-to-end tests that drive them will say so)"; \
+			echo "not installed:$$missing ($(2))"; \
 		fi; \
 	fi
+endef
 
 # test-kubelet runs the daemon against a real kubelet in standalone mode
 # (static pods) over a real containerd. It builds the kubelet from
@@ -77,15 +90,7 @@ test-kernels: kernel-deps
 
 kernel-deps:
 	@missing=""; for p in $(KERNEL_PKGS); do dpkg-query -W -f='$${Status}' $$p 2>/dev/null | grep -q 'ok installed' || missing="$$missing $$p"; done; \
-	if [ -n "$$missing" ]; then \
-		if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then \
-			echo "installing$$missing for the kernel VMs"; \
-			{ apt-get -o DPkg::Lock::Timeout=600 update -qq && DEBIAN_FRONTEND=noninteractive apt-get -o DPkg::Lock::Timeout=600 install -y -qq --no-install-recommends $$missing >/dev/null; } || \
-				echo "could not install$$missing: make test-kernels will say what is missing"; \
-		else \
-			echo "not installed:$$missing (Debian packages; make test-kernels will say what is missing)"; \
-		fi; \
-	fi
+	$(call apt-install,the kernel VMs,make test-kernels will say what is missing)
 
 test-short:
 	$(GO) test -short -count=1 $(PKGS)

@@ -8,17 +8,21 @@ import (
 	"time"
 )
 
-// TestMakeTestDepsWaitsForAptLock: every apt-get that make test-deps runs
-// waits for a lock another apt-get holds rather than failing at once.
+// TestMakeTestDepsWaitsForAptLock: every apt-get that make test-deps and
+// make kernel-deps run waits for a lock another apt-get holds rather than
+// failing at once.
 func TestMakeTestDepsWaitsForAptLock(t *testing.T) {
-	out, err := exec.Command("make", "-n", "-s", "-C", "../..", "test-deps", "TEST_TOOLS=schedstatd-no-such-tool:schedstatd-no-such-package").CombinedOutput()
-	if err != nil {
-		t.Fatalf("make -n test-deps: %v\n%s", err, out)
-	}
-	script := string(out)
-	calls := len(regexp.MustCompile(`apt-get (-o \S+ )*(update|install)`).FindAllString(script, -1))
-	if calls < 2 || len(regexp.MustCompile(`apt-get -o DPkg::Lock::Timeout=\d+ (update|install)`).FindAllString(script, -1)) != calls {
-		t.Errorf("%d apt-get calls, not all with -o DPkg::Lock::Timeout=:\n%s", calls, script)
+	for _, target := range []string{"test-deps", "kernel-deps"} {
+		out, err := exec.Command("make", "-n", "-s", "-C", "../..", target,
+			"TEST_TOOLS=schedstatd-no-such-tool:schedstatd-no-such-package", "KERNEL_PKGS=schedstatd-no-such-package").CombinedOutput()
+		if err != nil {
+			t.Fatalf("make -n %s: %v\n%s", target, err, out)
+		}
+		script := string(out)
+		calls := len(regexp.MustCompile(`apt-get (-o \S+ )*(update|install)`).FindAllString(script, -1))
+		if calls < 2 || len(regexp.MustCompile(`apt-get -o DPkg::Lock::Timeout=\d+ (update|install)`).FindAllString(script, -1)) != calls {
+			t.Errorf("make %s: %d apt-get calls, not all with -o DPkg::Lock::Timeout=:\n%s", target, calls, script)
+		}
 	}
 }
 

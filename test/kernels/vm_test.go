@@ -157,9 +157,17 @@ func checkStatic(path string) error {
 // emulation (/dev/kvm here is a nested device stock kernels cannot run
 // on) into pure cgroup v2, with serial ports ttyS0, ttyS1, ... backed by
 // serials, in order ("stdio", "null", "file:<path>").
+//
+// The two virtual CPUs take turns on one host thread (thread=single):
+// with a thread each (qemu's default), guests froze while the kernel
+// patched the sched_switch tracepoint's call in __schedule as a BPF
+// program attached (text_poke_bp): one CPU waited in
+// smp_call_function_single for the other, which kept taking the int3
+// the patching had planted and never left __schedule (logged so on 5.10;
+// a 6.1 guest froze at the same step before stacks were logged).
 func qemuArgs(kernel, initrd string, serials ...string) []string {
 	args := []string{
-		"-accel", "tcg", "-cpu", "max", "-smp", "2", "-m", "2G", "-nographic",
+		"-accel", "tcg,thread=single", "-cpu", "max", "-smp", "2", "-m", "2G", "-nographic",
 		"-no-reboot", "-nodefaults", "-no-user-config",
 		"-kernel", kernel, "-initrd", initrd,
 		"-append", "console=ttyS0 quiet loglevel=4 panic=-1 rdinit=/init nokaslr " +
