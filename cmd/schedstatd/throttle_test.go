@@ -40,38 +40,60 @@ type window struct {
 // more).
 func (w window) contended() float64 { return max(0, w.wait-w.throttled) }
 
-// throttledCgroups makes the cgroup name in the v1 cpu, cpuacct and v2
-// hierarchies of this hybrid node, with cpu.shares at its maximum so that
-// the test's own threads, not the other work on the machine, decide who
-// waits on the CPU they share; quota, if not 0, is the CFS quota per
-// 100 ms in microseconds. It returns the cgroup's dirs, cpu first.
-func throttledCgroups(t *testing.T, name string, quota int) []string {
+// throttled is a test cgroup of the throttling tests: the dirs to move its
+// threads into, and its kernel files.
+type throttled struct {
+	dirs      []string
+	stat, psi string // cpu.stat with the bandwidth counters, cpu.pressure
+}
+
+// throttledCgroups makes the cgroup name: on a hybrid node in the v1 cpu,
+// cpuacct and v2 hierarchies, with cpu.shares at its maximum, on a pure
+// v2 node (the kernel matrix's VMs) in the one hierarchy, with cpu.weight
+// at its maximum, so that the test's own threads, not the other work on
+// the machine, decide who waits on the CPU they share; quota, if not 0,
+// is the CFS quota per 100 ms in microseconds (v1 cpu.cfs_quota_us, v2
+// cpu.max).
+func throttledCgroups(t *testing.T, name string, quota int) throttled {
 	t.Helper()
-	var dirs []string
-	for _, h := range []string{"cpu", "cpuacct", "unified"} {
-		root := filepath.Join(testcg.Root, h)
+	hierarchies := []string{"cpu", "cpuacct", "unified"}
+	if testcg.PureV2() {
+		hierarchies = []string{testcg.Unified}
+	}
+	var c throttled
+	for _, h := range hierarchies {
+		root := testcg.Dir(h)
 		dir := filepath.Join(root, name)
 		if err := os.Mkdir(dir, 0o755); err != nil {
 			t.Fatal(err)
 		}
 		t.Cleanup(func() { testcg.Remove(t, root, dir) })
-		dirs = append(dirs, dir)
+		c.dirs = append(c.dirs, dir)
 	}
+	// The first dir has the cpu controller, the last the pressure file.
+	c.stat, c.psi = filepath.Join(c.dirs[0], "cpu.stat"), filepath.Join(c.dirs[len(c.dirs)-1], "cpu.pressure")
 	write := func(file, v string) {
-		if err := os.WriteFile(filepath.Join(dirs[0], file), []byte(v), 0); err != nil {
+		if err := os.WriteFile(filepath.Join(c.dirs[0], file), []byte(v), 0); err != nil {
 			t.Fatal(err)
 		}
+	}
+	if testcg.PureV2() {
+		write("cpu.weight", "10000")
+		if quota != 0 {
+			write("cpu.max", strconv.Itoa(quota)+" 100000")
+		}
+		return c
 	}
 	write("cpu.shares", "262144")
 	if quota != 0 {
 		write("cpu.cfs_period_us", "100000")
 		write("cpu.cfs_quota_us", strconv.Itoa(quota))
 	}
-	return dirs
+	return c
 }
 
 // pinnedSpinner starts a spinning shell on CPU 0 in the cgroups dirs.
-func pinnedSpinner(t *testing.T, dirs []string) *exec.Cmd {
+func pinnedSpinner(t *testing.T, c throttled) *exec.Cmd {
 	t.Helper()
 	s := testproc.Spin(t)
 	var set unix.CPUSet
@@ -79,7 +101,7 @@ func pinnedSpinner(t *testing.T, dirs []string) *exec.Cmd {
 	if err := unix.SchedSetaffinity(s.Process.Pid, &set); err != nil {
 		t.Fatal(err)
 	}
-	for _, d := range dirs {
+	for _, d := range c.dirs {
 		testcg.Move(t, d, s.Process.Pid)
 	}
 	return s
@@ -111,11 +133,11 @@ func pinSelf(t *testing.T, cpu int) {
 // each scrape it reads the cgroup's kernel files, and fails t unless each
 // counter the daemon serves lies between the two reads: the daemon
 // serves the kernel's own figures.
-func measureWindow(t *testing.T, url, id string, dirs []string, d time.Duration) window {
+func measureWindow(t *testing.T, url, id string, c throttled, d time.Duration) window {
 	t.Helper()
 	kernel := func() [4]float64 {
-		bw := readFile(t, filepath.Join(dirs[0], "cpu.stat"), cgroupfs.ParseBandwidth)
-		ps := readFile(t, filepath.Join(dirs[2], "cpu.pressure"), cgroupfs.ParsePressure)
+		bw := readFile(t, c.stat, cgroupfs.ParseBandwidth)
+		ps := readFile(t, c.psi, cgroupfs.ParsePressure)
 		return [4]float64{float64(bw.ThrottledNanoseconds) / 1e9, float64(bw.Periods), float64(bw.ThrottledPeriods), float64(ps.SomeNanoseconds) / 1e9}
 	}
 	names := []string{throttledSeries, periodsSeries, thrPeriods, someSeries}
@@ -200,9 +222,11 @@ func checkKernelWindow(t *testing.T, what string, w window) {
 // kernel's cpu.stat within one period and its pressure with cpu.pressure
 // within 1%.
 func TestThrottledWaitSplit(t *testing.T) {
-	for _, h := range []string{"cpu", "cpuacct", "unified"} {
-		if _, err := os.Stat(filepath.Join(testcg.Root, h, "cgroup.procs")); err != nil {
-			t.Skipf("not a hybrid node: no %s hierarchy (%v)", h, err)
+	if !testcg.PureV2() {
+		for _, h := range []string{"cpu", "cpuacct", "unified"} {
+			if _, err := os.Stat(filepath.Join(testcg.Root, h, "cgroup.procs")); err != nil {
+				t.Fatalf("neither a hybrid node nor a pure v2 one: no %s hierarchy (%v)", h, err)
+			}
 		}
 	}
 	testcg.Make(t, testcg.Default()) // needs root like the daemon

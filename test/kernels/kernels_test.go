@@ -3,6 +3,7 @@ package kernels
 import (
 	"cmp"
 	"fmt"
+	"maps"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -22,7 +23,7 @@ var binaries = []binary{
 	{pkg: "container"},
 	{pkg: "taskiter"},
 	{pkg: "exitcapture"},
-	{pkg: "cmd/schedstatd", run: "^(TestDaemonMatchesKernel|TestDaemonEndpoints|TestSystemdHierarchy)$"},
+	{pkg: "cmd/schedstatd", run: "^(TestDaemonMatchesKernel|TestDaemonEndpoints|TestSystemdHierarchy|TestThrottledWaitSplit)$"},
 }
 
 // feature is a kernel-side feature and the tests that prove it on a
@@ -45,16 +46,25 @@ var features = []feature{
 	{"daemon over pure v2", map[string][]string{
 		"cmd/schedstatd": {"TestDaemonMatchesKernel", "TestSystemdHierarchy"},
 	}},
+	{"v2 quota and pressure", map[string][]string{
+		"cgroupfs":       {"TestKernelFilesMatchKernel"},
+		"cmd/schedstatd": {"TestThrottledWaitSplit"},
+	}},
 }
 
 // coverageLine is what TestCoverageShortTasks logs.
 var coverageLine = regexp.MustCompile(`with exit capture [0-9.]+s \(coverage ([0-9.]+)\); polling only [0-9.]+s \(coverage ([0-9.]+)\)`)
 
 // checkFeatures fails t for every feature test that did not pass on the
-// kernel, and logs the kernel's row of the feature table.
+// kernel, and logs the kernel's row of the feature table. A feature whose
+// packages were left out (SCHEDSTATD_KERNELS_PKGS) is not checked.
 func checkFeatures(t *testing.T, results map[string]map[string]result) {
 	var row []string
 	for _, f := range features {
+		if slices.ContainsFunc(slices.Collect(maps.Keys(f.tests)), func(pkg string) bool { return results[pkg] == nil }) {
+			row = append(row, f.name+": not run")
+			continue
+		}
 		ok := true
 		for pkg, tests := range f.tests {
 			for _, name := range tests {
@@ -66,8 +76,11 @@ func checkFeatures(t *testing.T, results map[string]map[string]result) {
 			}
 		}
 		state := "loads, exact"
-		if f.name == "daemon over pure v2" {
+		switch f.name {
+		case "daemon over pure v2":
 			state = "matches cpu.stat"
+		case "v2 quota and pressure":
+			state = "matches cpu.stat and cpu.pressure"
 		}
 		if !ok {
 			state = "FAILS"
@@ -88,7 +101,8 @@ const vmTimeout = 15 * time.Minute
 // TestKernels boots every kernel of the matrix and reports each test of
 // each binary as kernel/package/test. It runs only when
 // SCHEDSTATD_KERNELS=1 (make test-kernels); SCHEDSTATD_KERNELS_ONLY=5.10,6.1
-// picks kernels.
+// picks kernels, SCHEDSTATD_KERNELS_PKGS=taskiter,cmd/schedstatd test
+// binaries.
 func TestKernels(t *testing.T) {
 	if os.Getenv("SCHEDSTATD_KERNELS") != "1" {
 		t.Skip("boots virtual machines: run make test-kernels (SCHEDSTATD_KERNELS=1)")
@@ -119,7 +133,12 @@ func TestKernels(t *testing.T) {
 	if err := os.MkdirAll(imgDir, 0o755); err != nil {
 		t.Fatal(err)
 	}
-	initrd := buildImage(t, repo, imgDir, binaries)
+	bins := binaries
+	if only := os.Getenv("SCHEDSTATD_KERNELS_PKGS"); only != "" {
+		want := strings.Split(only, ",")
+		bins = slices.DeleteFunc(slices.Clone(bins), func(b binary) bool { return !slices.Contains(want, b.pkg) })
+	}
+	initrd := buildImage(t, repo, imgDir, bins)
 	t.Logf("initramfs built in %.1fs", time.Since(start).Seconds())
 
 	for _, k := range ks {
@@ -142,7 +161,7 @@ func TestKernels(t *testing.T) {
 				t.Fatalf("no results from the VM; console:\n%s", tail(console, 4000))
 			}
 			byPkg := map[string]map[string]result{}
-			for _, b := range binaries {
+			for _, b := range bins {
 				t.Run(strings.TrimSuffix(b.name(), ".test"), func(t *testing.T) {
 					s := sections[b.pkg]
 					if s == nil {
