@@ -245,15 +245,20 @@ func TestThrottledWaitSplit(t *testing.T) {
 		what   string
 		w      window
 		lo, hi float64 // bounds of contended / wait
+		// bound is the least share of periods throttled: beside the
+		// four, the spinner needs 40 ms of its period to run its 20,
+		// and under software emulation (the VMs) a coarser tick leaves
+		// it short in a period now and then.
+		bound float64
 	}{
-		{"alone", alone, 0, 0.10},
-		{"beside 4 spinners", beside, 0.15, 0.40},
+		{"alone", alone, 0, 0.10, 0.8},
+		{"beside 4 spinners", beside, 0.15, 0.40, 0.7},
 	} {
 		w := c.w
 		share := w.contended() / w.wait
 		t.Logf("%s: run %.3fs wait %.3fs throttled %.3fs (%v of %v periods) contended %.3fs (%.3f of the wait), pressure some %.3fs",
 			c.what, w.run, w.wait, w.throttled, w.throttledPeriods, w.periods, w.contended(), share, w.some)
-		if w.throttledPeriods < 0.8*w.periods || w.periods < 30 {
+		if w.throttledPeriods < c.bound*w.periods || w.periods < 30 {
 			t.Errorf("%s: %v of %v periods throttled: the quota did not bind", c.what, w.throttledPeriods, w.periods)
 		}
 		if w.throttled > w.wait+0.1 {
