@@ -26,7 +26,7 @@ type topRun struct {
 }
 
 // runTop runs the binary's top command with args, without a terminal,
-// and waits at most 30 seconds for it.
+// and waits at most two minutes for it.
 func runTop(t *testing.T, args ...string) topRun {
 	t.Helper()
 	bin := binary(t) // built first: a cold build may take longer than the run may
