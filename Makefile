@@ -86,7 +86,7 @@ test-known-gaps: test-deps
 # packages it needs on the host, installed by kernel-deps where missing.
 KERNEL_PKGS ?= qemu-system-x86 busybox-static
 test-kernels: kernel-deps
-	SCHEDSTATD_KERNELS=1 $(GO) test -v -count=1 -timeout 60m ./test/kernels/
+	SCHEDSTATD_KERNELS=1 $(GO) test -v -count=1 -timeout 75m ./test/kernels/
 
 kernel-deps:
 	@missing=""; for p in $(KERNEL_PKGS); do dpkg-query -W -f='$${Status}' $$p 2>/dev/null | grep -q 'ok installed' || missing="$$missing $$p"; done; \

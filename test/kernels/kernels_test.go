@@ -94,9 +94,9 @@ func checkFeatures(t *testing.T, results map[string]map[string]result) {
 }
 
 // vmTimeout bounds one VM's run.
-// A binary's own go test timeout (6 minutes, see initScript) fires first
+// A binary's own go test timeout (10 minutes, see initScript) fires first
 // and prints every goroutine's stack.
-const vmTimeout = 15 * time.Minute
+const vmTimeout = 30 * time.Minute
 
 // TestKernels boots every kernel of the matrix and reports each test of
 // each binary as kernel/package/test. It runs only when

@@ -63,7 +63,7 @@ echo "@@schedstatd-cgroup /sys/fs/cgroup magic 0x$(stat -f -c %t /sys/fs/cgroup)
 while read -r bin pkg run; do
 	echo "` + markBegin + `$pkg" > $out
 	cd /src/$pkg
-	/src/$bin -test.v -test.short -test.count=1 -test.timeout=6m ${run:+-test.run "$run"} > $out 2>&1
+	/src/$bin -test.v -test.short -test.count=1 -test.timeout=10m ${run:+-test.run "$run"} > $out 2>&1
 	echo "` + markEnd + `$pkg $?" > $out
 done < /binaries
 cd /
@@ -182,9 +182,9 @@ func qemuArgs(kernel, initrd string, serials ...string) []string {
 
 // stallAfter is how long a guest may write nothing to the results port
 // before it is taken for frozen. It is longer than the in-guest test
-// timeout (6 minutes, see initScript), so a live guest always reports a
+// timeout (10 minutes, see initScript), so a live guest always reports a
 // stuck test itself, with every goroutine's stack, first.
-const stallAfter = 7 * time.Minute
+const stallAfter = 11 * time.Minute
 
 // boot runs kernel with initrd in qemu under software emulation until the
 // VM powers off, and returns what the tests wrote to the results port.
