@@ -129,7 +129,7 @@ func pinSelf(t *testing.T, cpu int) {
 
 // measureWindow scrapes the daemon, waits d, and scrapes again. Each
 // scrape is made with every workload process in procs stopped (SIGSTOP)
-// and settled for four CFS periods, so the kernel's files hold still
+// and the cgroup's files settled, so the kernel's files hold still
 // around it: each counter the daemon serves must equal the kernel's own,
 // read before and after the scrape, and the window's figures are not
 // bent by how long a scrape takes on a loaded (or emulated) machine.
@@ -153,8 +153,31 @@ func measureWindow(t *testing.T, url, id string, c throttled, procs []*exec.Cmd,
 		defer signal(unix.SIGCONT)
 		// A throttled task takes its stop once its quota is back, a
 		// throttled stretch counts when it ends, and the period timer
-		// counts two more periods before it finds the cgroup idle.
-		time.Sleep(400 * time.Millisecond)
+		// counts two more periods before it finds the cgroup idle: wait
+		// for every process to be stopped and the files to hold still
+		// for 300 ms (on a host this loaded the emulated guests' clocks
+		// run on while their CPUs barely do, so no fixed sleep is
+		// enough).
+		deadline := time.Now().Add(time.Minute)
+		for _, p := range procs {
+			for testproc.State(p.Process.Pid, int32(p.Process.Pid)) != 'T' {
+				if time.Now().After(deadline) {
+					t.Fatalf("process %d did not stop", p.Process.Pid)
+				}
+				time.Sleep(10 * time.Millisecond)
+			}
+		}
+		for last := kernel(); ; {
+			time.Sleep(300 * time.Millisecond)
+			now := kernel()
+			if now == last {
+				break
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("%s and %s still move with the workload stopped: %v, then %v", c.stat, c.psi, last, now)
+			}
+			last = now
+		}
 		before := kernel()
 		mfs := scrape(t, http.DefaultClient, url)
 		after := kernel()
