@@ -151,6 +151,10 @@ func program(l layout, f progFeatures) asm.Instructions {
 	insns := asm.Instructions{
 		asm.Mov.Reg(rCtx, asm.R1),
 		asm.LoadMem(rPrev, rCtx, int16(8*l.prevArg), asm.DWord),
+		// The idle task (pid 0) neither waits nor is preempted: on a
+		// node with idle CPUs it is every other switch away.
+		load(asm.R1, rPrev, l.pid),
+		asm.JEq.Imm(asm.R1, 0, "exit"),
 		asm.Mov.Imm(rValue, 0),
 	}
 	if f.latency {
