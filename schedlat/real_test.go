@@ -251,15 +251,22 @@ func (w *workload) read(t *testing.T, s *Source) reading {
 	return reading{stat: w.helperStat(t), a: counts[w.idA], b: counts[w.idB], pairAB: pairs[Pair{Victim: w.idA, Preemptor: w.idB}], byA: byA}
 }
 
-// measure fences a window with the helper stopped at both ends.
-func (w *workload) measure(t *testing.T, s *Source) (before, after reading) {
+// measure fences a window with the helper stopped at both ends, and
+// ends a window of tr at each.
+func (w *workload) measure(t *testing.T, s *Source, tr *Tracker) (before, after reading) {
 	t.Helper()
 	w.stop(t)
 	before = w.read(t, s)
+	if err := tr.Sample(time.Now()); err != nil {
+		t.Fatal(err)
+	}
 	w.cont(t)
 	time.Sleep(window)
 	w.stop(t)
 	after = w.read(t, s)
+	if err := tr.Sample(time.Now()); err != nil {
+		t.Fatal(err)
+	}
 	w.cont(t)
 	return before, after
 }
@@ -276,7 +283,8 @@ func ratio(a, b uint64) float64 { return float64(a) / float64(b) }
 func TestLatencyReal(t *testing.T) {
 	_, s := openSource(t, Options{Latency: true, Preemption: true})
 	w := startWorkload(t, false)
-	before, after := w.measure(t, s)
+	tr := NewTracker(s, 1000)
+	before, after := w.measure(t, s, tr)
 
 	wait := after.stat.WaitNanoseconds - before.stat.WaitNanoseconds
 	slices := after.stat.Timeslices - before.stat.Timeslices
@@ -336,6 +344,15 @@ func TestLatencyReal(t *testing.T) {
 	if caused < byB {
 		t.Errorf("the spinners' cgroup caused %d preemptions, fewer than the %d it made in the latency cgroup", caused, byB)
 	}
+	// The tracker's window is the same interval: the pair shows there
+	// with the same count.
+	win := tr.Window()
+	i := slices.IndexFunc(win.Pairs, func(p PairCount) bool { return p.Pair == Pair{Victim: w.idA, Preemptor: w.idB} })
+	if i < 0 || win.Pairs[i].Preemptions != byB {
+		t.Errorf("tracker window %v-%v: pair (latency, spinners) at %d of %d pairs, want %d preemptions", win.Start, win.End, i, len(win.Pairs), byB)
+	} else {
+		t.Logf("tracker window: the pair is number %d of %d pairs (%d preemptions in all)", i+1, win.Distinct, win.Total)
+	}
 }
 
 // TestPreemptionSameReal puts the spinners in the latency thread's
@@ -343,7 +360,7 @@ func TestLatencyReal(t *testing.T) {
 func TestPreemptionSameReal(t *testing.T) {
 	_, s := openSource(t, Options{Preemption: true})
 	w := startWorkload(t, true)
-	before, after := w.measure(t, s)
+	before, after := w.measure(t, s, NewTracker(s, 0))
 	pre := after.a.Preemptions() - before.a.Preemptions()
 	same := after.a.Same - before.a.Same
 	kernel := after.a.Kernel - before.a.Kernel

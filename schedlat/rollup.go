@@ -77,7 +77,12 @@ func newRollup(c counter) *Rollup {
 }
 
 // Source returns the source whose counts r rolls up, nil if none.
-func (r *Rollup) Source() *Source { return r.src }
+func (r *Rollup) Source() *Source {
+	if r == nil {
+		return nil
+	}
+	return r.src
+}
 
 // Totals reads the program's counts and returns, for every cgroup of the
 // snapshot s that has any, its counts with its descendants', by path.
