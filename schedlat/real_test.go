@@ -287,7 +287,7 @@ func TestLatencyReal(t *testing.T) {
 	before, after := w.measure(t, s, tr)
 
 	wait := after.stat.WaitNanoseconds - before.stat.WaitNanoseconds
-	slices := after.stat.Timeslices - before.stat.Timeslices
+	periods := after.stat.Timeslices - before.stat.Timeslices
 	sum := after.a.WaitNanoseconds - before.a.WaitNanoseconds
 	n := after.a.Waits - before.a.Waits
 	var inBuckets uint64
@@ -295,14 +295,14 @@ func TestLatencyReal(t *testing.T) {
 		inBuckets += after.a.Buckets[i] - before.a.Buckets[i]
 	}
 	t.Logf("window %v: run_delay +%.6fs over %d timeslices; histogram sum +%.6fs (ratio %.5f), count +%d (ratio %.5f, %d in buckets)",
-		window, float64(wait)/1e9, slices, float64(sum)/1e9, ratio(sum, wait), n, ratio(n, slices), inBuckets)
-	if slices < 1000 || wait == 0 {
-		t.Fatalf("the helper ran %d timeslices and waited %dns: no contention to measure", slices, wait)
+		window, float64(wait)/1e9, periods, float64(sum)/1e9, ratio(sum, wait), n, ratio(n, periods), inBuckets)
+	if periods < 1000 || wait == 0 {
+		t.Fatalf("the helper ran %d timeslices and waited %dns: no contention to measure", periods, wait)
 	}
 	if r := ratio(sum, wait); r < 0.99 || r > 1.01 {
 		t.Errorf("histogram sum / run_delay increase = %.4f, want within 1%%", r)
 	}
-	if r := ratio(n, slices); r < 0.99 || r > 1.01 {
+	if r := ratio(n, periods); r < 0.99 || r > 1.01 {
 		t.Errorf("histogram count / timeslices = %.4f, want within 1%%", r)
 	}
 	if inBuckets != n {
