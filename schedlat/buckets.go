@@ -76,3 +76,17 @@ var classicLast = func() []int {
 	}
 	return last
 }()
+
+// Classic returns c's cumulative counts at ClassicBounds.
+func Classic(c *Counts) []uint64 {
+	out := make([]uint64, len(ClassicBounds))
+	var n uint64
+	b := 0
+	for i, last := range classicLast {
+		for ; b <= last; b++ {
+			n += c.Buckets[b]
+		}
+		out[i] = n
+	}
+	return out
+}
