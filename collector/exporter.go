@@ -157,7 +157,7 @@ func (e *Exporter) collectCgroup(ch chan<- prometheus.Metric, c *container.Cgrou
 	}
 	collectKernel(ch, c, lv)
 	if l, ok := lat[c.Path]; ok {
-		collectSchedLatency(ch, e.schedlat.Source(), &l, lv)
+		collectSchedLatency(ch, e.schedlat.Counter(), &l, lv)
 	}
 }
 

@@ -26,7 +26,7 @@ var (
 func WithSchedLatency(r *schedlat.Rollup) Option { return func(e *Exporter) { e.schedlat = r } }
 
 // collectSchedLatency sends one cgroup's histogram and preemption counts.
-func collectSchedLatency(ch chan<- prometheus.Metric, src *schedlat.Source, c *schedlat.Counts, lv []string) {
+func collectSchedLatency(ch chan<- prometheus.Metric, src schedlat.Counter, c *schedlat.Counts, lv []string) {
 	if src.Latency() {
 		ch <- latencyHistogram(c, src.Since(), lv)
 	}
@@ -45,13 +45,18 @@ func collectSchedLatency(ch chan<- prometheus.Metric, src *schedlat.Source, c *s
 // buckets and the classic ones.
 func latencyHistogram(c *schedlat.Counts, since time.Time, lv []string) prometheus.Metric {
 	native := map[int]int64{}
+	// The count is the buckets' total: the program adds to the count and
+	// to a bucket one after the other, and a read between the two would
+	// otherwise see them disagree. Each only grows.
+	count := c.Buckets[0]
 	for b := 1; b < len(c.Buckets); b++ {
 		if n := c.Buckets[b]; n > 0 {
 			native[schedlat.NativeIndex(b)] = int64(n)
+			count += n
 		}
 	}
 	sum := seconds(c.WaitNanoseconds)
-	m := prometheus.MustNewConstNativeHistogram(latencyDesc, c.Waits, sum, native, nil, c.Buckets[0],
+	m := prometheus.MustNewConstNativeHistogram(latencyDesc, count, sum, native, nil, c.Buckets[0],
 		schedlat.Schema, schedlat.ZeroThreshold, since, lv...)
 	return &bothHistogram{Metric: m, classic: schedlat.Classic(c)}
 }
@@ -81,7 +86,7 @@ func (h *bothHistogram) Write(out *dto.Metric) error {
 // source or when the read fails (the series are then left out of this
 // scrape).
 func (e *Exporter) schedLatencyTotals(s *container.Snapshot) map[string]schedlat.Counts {
-	if e.schedlat == nil || e.schedlat.Source() == nil {
+	if e.schedlat.Counter() == nil {
 		return nil
 	}
 	t, err := e.schedlat.Totals(s)

@@ -3,6 +3,7 @@ package schedlat
 import (
 	"path"
 	"sync"
+	"time"
 
 	"github.com/schedstatd/schedstatd/container"
 )
@@ -26,9 +27,7 @@ const (
 // the nearest ancestor that still exists, so no cgroup's counts ever fall.
 // Its methods may be called from any goroutine.
 type Rollup struct {
-	src *Source
-	// counts is src, or a fake in tests.
-	counts counter
+	counts Counter
 
 	mu    sync.Mutex
 	round uint64
@@ -55,33 +54,41 @@ type goneCgroup struct {
 	round uint64
 }
 
-// counter is what a Rollup reads its counts from.
-type counter interface {
+// Counter is what a Rollup reads: a Source, or fixed counts in tests.
+type Counter interface {
+	// Read returns every cgroup's counts by cgroup id; Forget drops those
+	// of cgroups that are gone.
 	Read() (map[uint64]Counts, error)
 	Forget(ids []uint64)
+	// Latency and Preemption say what is counted, Since since when.
+	Latency() bool
+	Preemption() bool
+	Since() time.Time
 }
 
-// NewRollup returns a Rollup of src's counts; src may be nil.
-func NewRollup(src *Source) *Rollup {
-	if src == nil {
-		return newRollup(nil)
-	}
-	r := newRollup(src)
-	r.src = src
-	return r
-}
-
-func newRollup(c counter) *Rollup {
+// NewRollup returns a Rollup of c's counts; c may be nil, when the
+// program is off or unavailable.
+func NewRollup(c Counter) *Rollup {
 	return &Rollup{counts: c, known: map[uint64]string{}, unlisted: map[uint64]int{},
 		gone: map[uint64]goneCgroup{}, retired: map[string]*Counts{}, retiredSeen: map[string]uint64{}}
 }
 
-// Source returns the source whose counts r rolls up, nil if none.
+// Source returns the Source whose counts r rolls up, nil if none (or a
+// Counter of another kind).
 func (r *Rollup) Source() *Source {
 	if r == nil {
 		return nil
 	}
-	return r.src
+	s, _ := r.counts.(*Source)
+	return s
+}
+
+// Counter returns what r reads, nil if nothing.
+func (r *Rollup) Counter() Counter {
+	if r == nil {
+		return nil
+	}
+	return r.counts
 }
 
 // Totals reads the program's counts and returns, for every cgroup of the

@@ -2,6 +2,7 @@ package schedlat
 
 import (
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/schedstatd/schedstatd/container"
@@ -28,6 +29,10 @@ func (f *fakeCounts) Forget(ids []uint64) {
 	}
 }
 
+func (f *fakeCounts) Latency() bool    { return true }
+func (f *fakeCounts) Preemption() bool { return true }
+func (f *fakeCounts) Since() time.Time { return time.Time{} }
+
 func waits(n uint64) Counts { return Counts{Waits: n, WaitNanoseconds: 1000 * n, Other: n} }
 
 func snap(cgs ...container.CgroupStats) *container.Snapshot {
@@ -43,7 +48,7 @@ func cg(path string, id uint64) container.CgroupStats {
 // name, or made and removed between two passes.
 func TestRollup(t *testing.T) {
 	f := &fakeCounts{m: map[uint64]Counts{1: waits(1), 10: waits(10), 11: waits(100)}}
-	r := newRollup(f)
+	r := NewRollup(f)
 	tree := snap(cg("/", 1), cg("/a", 10), cg("/a/b", 11))
 	check := func(s *container.Snapshot, want map[string]uint64) {
 		t.Helper()

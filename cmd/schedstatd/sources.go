@@ -76,7 +76,10 @@ func openSources(cfg *config, logger *slog.Logger) (*sources, error) {
 		return nil, err // it names --exit-capture=on already
 	}
 	src.sched, src.schedUnavailable = schedlat.Select(schedlat.Options{Hierarchy: h, Latency: cfg.latency, Preemption: cfg.preemption}, logger)
-	src.rollup, src.pairs = schedlat.NewRollup(src.sched), schedlat.NewTracker(src.sched, 0)
+	src.rollup, src.pairs = schedlat.NewRollup(nil), schedlat.NewTracker(src.sched, 0)
+	if src.sched != nil {
+		src.rollup = schedlat.NewRollup(src.sched)
+	}
 	if endpoint := cri.Resolve(cfg.runtimeEndpoint); !cri.Disabled(endpoint) {
 		// New does not wait for the runtime; a runtime that is down
 		// only leaves labels empty.
