@@ -1,6 +1,7 @@
 package collector
 
 import (
+	"strings"
 	"testing"
 	"time"
 
@@ -82,6 +83,77 @@ func TestLatencyHistogram(t *testing.T) {
 		t.Errorf("%d classic buckets, want %d", len(h.GetBucket()), len(schedlat.ClassicBounds))
 	}
 	problems, err := testutil.CollectAndLint(histogramCollector{&c})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range problems {
+		t.Errorf("lint: %s: %s", p.Metric, p.Text)
+	}
+}
+
+// fixedCounts are a sched_switch program's counts by cgroup id, both
+// features on.
+type fixedCounts map[uint64]schedlat.Counts
+
+func (f fixedCounts) Read() (map[uint64]schedlat.Counts, error) { return f, nil }
+func (f fixedCounts) Forget([]uint64)                           {}
+func (f fixedCounts) Latency() bool                             { return true }
+func (f fixedCounts) Preemption() bool                          { return true }
+func (f fixedCounts) Since() time.Time                          { return time.Unix(1e9, 0) }
+
+// TestSchedLatencySeries checks the exporter's histogram and preemption
+// series over the fixture tree: a container's counts show in it and, rolled
+// up, in its pod and every ancestor, with the labels of the other series,
+// and no cgroup without counts gets a series.
+func TestSchedLatencySeries(t *testing.T) {
+	e, reg := fixtureExporter(t)
+	e.labeler = podLabeler{}
+	ids := map[string]uint64{}
+	for _, c := range e.poller.Last().Cgroups {
+		ids[c.Path] = c.ID
+	}
+	ctr := podSlice + "/cri-containerd-" + ctrID + ".scope"
+	var c schedlat.Counts
+	c.Buckets[21] = 4 // (2^-10, 2^-9.5] s
+	c.Waits, c.WaitNanoseconds = 4, 4_000_000
+	c.Same, c.Other, c.Kernel, c.Caused = 1, 5, 2, 7
+	e.schedlat = schedlat.NewRollup(fixedCounts{ids[ctr]: c})
+
+	want := `
+# HELP container_cpu_schedstat_preemptions_caused_total Preemptions the cgroup's tasks caused in tasks of other cgroups, descendants included.
+# TYPE container_cpu_schedstat_preemptions_caused_total counter
+container_cpu_schedstat_preemptions_caused_total{container="",id="/",image="",name="/",namespace="",pod=""} 7
+container_cpu_schedstat_preemptions_caused_total{container="",id="/kubepods.slice",image="",name="kubepods.slice",namespace="",pod=""} 7
+container_cpu_schedstat_preemptions_caused_total{container="",id="/kubepods.slice/kubepods-burstable.slice",image="",name="kubepods-burstable.slice",namespace="",pod=""} 7
+container_cpu_schedstat_preemptions_caused_total{container="",id="` + podSlice + `",image="",name="kubepods-burstable-pod1b2c3d4e_5f60_7182_93a4_b5c6d7e8f901.slice",namespace="shop",pod="web-0"} 7
+container_cpu_schedstat_preemptions_caused_total{container="web",id="` + ctr + `",image="nginx:1.27",name="` + ctrID + `",namespace="shop",pod="web-0"} 7
+`
+	if err := testutil.CollectAndCompare(e, strings.NewReader(want), "container_cpu_schedstat_preemptions_caused_total"); err != nil {
+		t.Error(err)
+	}
+	mfs, err := reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, mf := range mfs {
+		switch mf.GetName() {
+		case "container_cpu_schedstat_runqueue_latency_seconds":
+			if len(mf.GetMetric()) != 5 {
+				t.Errorf("%d histograms, want the container's and its 4 ancestors'", len(mf.GetMetric()))
+			}
+			for _, m := range mf.GetMetric() {
+				h := m.GetHistogram()
+				if h.GetSampleCount() != 4 || h.GetSampleSum() != 0.004 || len(h.GetBucket()) != len(schedlat.ClassicBounds) {
+					t.Errorf("histogram %v: count %d, sum %g, %d classic buckets", m.GetLabel(), h.GetSampleCount(), h.GetSampleSum(), len(h.GetBucket()))
+				}
+			}
+		case "container_cpu_schedstat_preemptions_total":
+			if len(mf.GetMetric()) != 5*4 {
+				t.Errorf("%d preemption series, want 4 each for 5 cgroups", len(mf.GetMetric()))
+			}
+		}
+	}
+	problems, err := testutil.CollectAndLint(e)
 	if err != nil {
 		t.Fatal(err)
 	}
