@@ -8,13 +8,14 @@ import (
 	"github.com/schedstatd/schedstatd/container"
 )
 
-// Rounds a cgroup id may be missing from the passes' snapshots before its
-// counts are given up on it: a cgroup made since the last pass shows in the
+// Passes a cgroup id may be missing from the snapshots before its counts
+// are given up on it: a cgroup made since the last pass shows in the
 // next one; one made and removed between two passes never does, and its
 // counts go to the root.
 const (
 	unlistedRounds = 3
-	// goneRounds is how long a removed cgroup's path is remembered, for a
+	// goneRounds is how many passes a removed cgroup's path is
+	// remembered, for a
 	// last switch of a task of it (a zombie's final switch away) that
 	// comes after its counts were moved to its path.
 	goneRounds = 10
@@ -31,6 +32,8 @@ type Rollup struct {
 
 	mu    sync.Mutex
 	round uint64
+	// lastPass is the pass number (Counters.Passes) of the last round.
+	lastPass uint64
 	// known maps the ids listed by the last round to their paths.
 	known map[uint64]string
 	// unlisted counts the rounds an id with counts was in no snapshot.
@@ -105,7 +108,12 @@ func (r *Rollup) Totals(s *container.Snapshot) (map[string]Counts, error) {
 	if err != nil {
 		return nil, err
 	}
-	r.round++
+	// Rounds are passes: scrapes that share a pass do not age anything.
+	newRound := r.round == 0 || s.Counters.Passes != r.lastPass
+	if newRound {
+		r.round++
+		r.lastPass = s.Counters.Passes
+	}
 	listed := make(map[uint64]string, len(s.Cgroups))
 	exists := make(map[string]bool, len(s.Cgroups))
 	for i := range s.Cgroups {
@@ -130,7 +138,10 @@ func (r *Rollup) Totals(s *container.Snapshot) (map[string]Counts, error) {
 			p, wasKnown = g.path, true
 		}
 		if !wasKnown {
-			if r.unlisted[id]++; r.unlisted[id] <= unlistedRounds {
+			if newRound {
+				r.unlisted[id]++
+			}
+			if r.unlisted[id] <= unlistedRounds {
 				continue
 			}
 			delete(r.unlisted, id)
