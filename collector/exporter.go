@@ -4,6 +4,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/schedstatd/schedstatd/cgroupfs"
 	"github.com/schedstatd/schedstatd/container"
+	"github.com/schedstatd/schedstatd/schedlat"
 )
 
 const namespace = "schedstatd"
@@ -63,6 +64,8 @@ var (
 type Exporter struct {
 	poller  *Poller
 	labeler Labeler
+	// schedlat, if set, gives the runqueue latency and preemption series.
+	schedlat *schedlat.Rollup
 }
 
 // ContainerLabels are the Kubernetes names of a cgroup's container or pod.
@@ -101,8 +104,9 @@ func (e *Exporter) Describe(chan<- *prometheus.Desc) {}
 // snapshot and the poller's own counters.
 func (e *Exporter) Collect(ch chan<- prometheus.Metric) {
 	s := e.poller.Last()
+	lat := e.schedLatencyTotals(s)
 	for i := range s.Cgroups {
-		e.collectCgroup(ch, &s.Cgroups[i])
+		e.collectCgroup(ch, &s.Cgroups[i], lat)
 	}
 	c := s.Counters
 	counter(ch, passesDesc, float64(c.Passes))
@@ -133,7 +137,7 @@ func counter(ch chan<- prometheus.Metric, d *prometheus.Desc, v float64) {
 }
 
 // collectCgroup sends the container series of one cgroup.
-func (e *Exporter) collectCgroup(ch chan<- prometheus.Metric, c *container.CgroupStats) {
+func (e *Exporter) collectCgroup(ch chan<- prometheus.Metric, c *container.CgroupStats, lat map[string]schedlat.Counts) {
 	id := cgroupfs.ParseIdentity(c.Path)
 	var k ContainerLabels
 	if e.labeler != nil {
@@ -152,6 +156,9 @@ func (e *Exporter) collectCgroup(ch chan<- prometheus.Metric, c *container.Cgrou
 		ch <- prometheus.MustNewConstMetric(cgroupReadErrorsDesc, prometheus.CounterValue, float64(c.ReadErrors), lv...)
 	}
 	collectKernel(ch, c, lv)
+	if l, ok := lat[c.Path]; ok {
+		collectSchedLatency(ch, e.schedlat.Counter(), &l, lv)
+	}
 }
 
 func seconds(ns uint64) float64 { return float64(ns) / 1e9 }

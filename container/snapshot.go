@@ -74,6 +74,9 @@ func (c Counters) ReadErrorsFor(r Reason) uint64 {
 type CgroupStats struct {
 	// Path is relative to the hierarchy root, "/" for the root.
 	Path string
+	// ID is the cgroup's id: the inode of its directory in the walked
+	// hierarchy, as BPF programs name it.
+	ID uint64
 	// Stat sums what every task of the cgroup and its descendants ran,
 	// waited and was scheduled, since the table started.
 	Stat schedstat.Stat
@@ -123,6 +126,7 @@ func (t *Table) Snapshot() *Snapshot {
 	for i, cg := range t.cgroups.order {
 		s.Cgroups[i] = CgroupStats{
 			Path:             cg.path,
+			ID:               cg.id,
 			Stat:             cg.exported(),
 			Tasks:            cg.totalTasks,
 			UsageNanoseconds: cg.kernel.usage.value(),

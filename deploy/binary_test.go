@@ -97,8 +97,9 @@ func TestStaticBuild(t *testing.T) {
 // TestDaemonSetArgsServe runs the daemon with the DaemonSet's arguments as
 // the kubelet would give them: each path under a volume mount becomes the
 // volume's host path (the runtime's directory a temporary one, where a CRI
-// server listens), and the listen address a free loopback port. The daemon
-// must start, count the runtime up, and export every metric the dashboard
+// server listens), and the listen address a free loopback port, with
+// --collect.latency and --collect.preemption beside them. The daemon must
+// start, count the runtime up, and export every metric the dashboard
 // queries.
 func TestDaemonSetArgsServe(t *testing.T) {
 	e2e.RequireRoot(t)
@@ -150,6 +151,9 @@ func TestDaemonSetArgsServe(t *testing.T) {
 	if !serving || flags["path.procfs"] == "" {
 		t.Fatalf("args %v: no runtime socket or procfs path to map", c.Args)
 	}
+	// The opt-in sched_switch program, whose series the dashboard's last
+	// row and an alert query.
+	args = append(args, "--collect.latency", "--collect.preemption")
 	t.Logf("schedstatd %s", strings.Join(args, " "))
 
 	cmd := exec.Command(bin, args...)

@@ -23,6 +23,7 @@ import (
 	"github.com/schedstatd/schedstatd/internal/synth"
 	"github.com/schedstatd/schedstatd/internal/testrun"
 	"github.com/schedstatd/schedstatd/procsource"
+	"github.com/schedstatd/schedstatd/schedlat"
 	"github.com/schedstatd/schedstatd/taskiter"
 )
 
@@ -199,8 +200,10 @@ func registryNames(t *testing.T) map[string]bool {
 	}
 	defer rt.Close()
 	reg := prometheus.NewRegistry()
-	reg.MustRegister(collector.NewExporter(p, collector.WithLabeler(rt)), p.Duration(), rt,
+	lat := schedlat.NewRollup(schedCounts{tree.ID("/kubepods.slice"): {Waits: 1, WaitNanoseconds: 5000, Buckets: [schedlat.Buckets]uint64{10: 1}}})
+	reg.MustRegister(collector.NewExporter(p, collector.WithLabeler(rt), collector.WithSchedLatency(lat)), p.Duration(), rt,
 		taskiter.NewCollector(nil), exitcapture.NewCollector(nil, func() uint64 { return 0 }),
+		schedlat.NewCollector(lat, false),
 		procsource.NewCollector(&procsource.FDBudget{Max: 100}),
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	mfs, err := reg.Gather()
@@ -213,6 +216,16 @@ func registryNames(t *testing.T) map[string]bool {
 	}
 	return names
 }
+
+// schedCounts are the fixed counts of a sched_switch program with both
+// features on, by cgroup id.
+type schedCounts map[uint64]schedlat.Counts
+
+func (s schedCounts) Read() (map[uint64]schedlat.Counts, error) { return s, nil }
+func (s schedCounts) Forget([]uint64)                           {}
+func (s schedCounts) Latency() bool                             { return true }
+func (s schedCounts) Preemption() bool                          { return true }
+func (s schedCounts) Since() time.Time                          { return time.Unix(0, 0) }
 
 // addFamily adds the series names of a family of type typ.
 func addFamily(names map[string]bool, name string, typ dto.MetricType) {

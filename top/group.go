@@ -163,6 +163,9 @@ func merge(label string, members []Row, v View) Row {
 	var inner float64
 	var hasInner bool
 	for _, m := range members {
+		if m.MainPreemptor.PerSecond > g.MainPreemptor.PerSecond {
+			g.MainPreemptor = m.MainPreemptor
+		}
 		if v == ViewContainers {
 			g.Container = cmp.Or(g.Container, m.Container)
 		}
@@ -180,6 +183,9 @@ func merge(label string, members []Row, v View) Row {
 		g.Timeslices += m.Timeslices
 		g.Tasks += m.Tasks
 		g.Known = g.Known && m.Known
+		if m.WaitHist != nil {
+			g.WaitHist = addHist(g.WaitHist, m.WaitHist)
+		}
 		if m.HasThrottled {
 			g.Throttled, g.HasThrottled = g.Throttled+m.Throttled, true
 		}

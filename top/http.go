@@ -125,7 +125,16 @@ func (h *HTTPSource) Sample(ctx context.Context) (*Sample, error) {
 	if err != nil {
 		return nil, fmt.Errorf("%w: %s does not answer in the Prometheus text format: %v", ErrNotMetrics, where, err)
 	}
-	return fromFamilies(where, mfs, time.Now())
+	s, err := fromFamilies(where, mfs, time.Now())
+	if err == nil && enabled(mfs[preemptionEnabledMetric]) {
+		s.Preemptors = preemptors(ctx, h.Client, h.URL)
+	}
+	return s, err
+}
+
+// enabled reports whether a family is one gauge of value 1.
+func enabled(mf *dto.MetricFamily) bool {
+	return mf != nil && len(mf.GetMetric()) == 1 && value(mf.GetMetric()[0]) == 1
 }
 
 // Close implements Source.
@@ -186,7 +195,7 @@ func fromFamilies(where string, mfs map[string]*dto.MetricFamily, at time.Time) 
 		}
 	}
 	s := &Sample{Time: at, Series: map[string]Series{}}
-	for _, name := range []string{runMetric, waitMetric, periodsMetric, tasksMetric, throttledMetric, pressureMetric} {
+	for _, name := range []string{runMetric, waitMetric, periodsMetric, tasksMetric, throttledMetric, pressureMetric, latencyMetric} {
 		mf := mfs[name]
 		for _, m := range mf.GetMetric() {
 			var ls Series
@@ -225,6 +234,8 @@ func fromFamilies(where string, mfs map[string]*dto.MetricFamily, at time.Time) 
 				se.ThrottledSeconds, se.HasThrottled = v, true
 			case pressureMetric:
 				se.PressureSeconds, se.HasPressure = v, true
+			case latencyMetric:
+				se.WaitBuckets = latencyBuckets(m)
 			}
 			s.Series[ls.ID] = se
 		}

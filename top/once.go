@@ -129,6 +129,10 @@ type jsonRow struct {
 	ThrottledSecondsPerSecond *float64 `json:"throttled_seconds_per_second"`
 	PressureSecondsPerSecond  *float64 `json:"pressure_seconds_per_second"`
 	LimitExplains             bool     `json:"limit_explains_wait"`
+	// P99WaitSeconds is Row.P99Wait, null without a latency histogram;
+	// MainPreemptor names who preempted the row's tasks most.
+	P99WaitSeconds *float64 `json:"p99_wait_seconds,omitempty"`
+	MainPreemptor  string   `json:"main_preemptor,omitempty"`
 }
 
 func jsonScreen(s *Screen) jsonOutput {
@@ -175,7 +179,11 @@ func toJSON(r Row) jsonRow {
 			j.PressureSecondsPerSecond = ptr(r.Pressure)
 		}
 		j.LimitExplains = r.LimitExplains()
+		if v, ok := r.P99Wait(); ok {
+			j.P99WaitSeconds = ptr(v)
+		}
 	}
+	j.MainPreemptor = r.MainPreemptor.Label
 	return j
 }
 

@@ -30,6 +30,11 @@ type Row struct {
 	// cgroups have a quota, or the kernel reports pressure).
 	Throttled, Pressure       float64
 	HasThrottled, HasPressure bool
+	// WaitHist is the increase per second of each bucket of the runqueue
+	// latency histogram (see P99Wait), nil without one; MainPreemptor
+	// who preempted the row's tasks most in the daemon's last window.
+	WaitHist      []Bucket
+	MainPreemptor Preemptor
 }
 
 // LimitExplains reports whether the row's CPU quota can explain at least
@@ -75,7 +80,9 @@ func Rates(prev, cur *Sample) ([]Row, error) {
 			if r.HasPressure = p.HasPressure && c.HasPressure; r.HasPressure {
 				r.Pressure = increase(p.PressureSeconds, c.PressureSeconds) / sec
 			}
+			r.WaitHist = histIncrease(p.WaitBuckets, c.WaitBuckets, sec)
 		}
+		r.MainPreemptor = cur.Preemptors[id]
 		rows = append(rows, r)
 	}
 	return rows, nil

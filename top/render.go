@@ -92,9 +92,12 @@ func (s *Screen) Table(width int) []string {
 		labelW = max(labelW, cells(labels[i]))
 	}
 	cols := columns
+	if hasLatency(s.Rows) {
+		cols = append(cols[:len(cols):len(cols)], latencyColumns...)
+	}
 	if width > 0 {
 		var room int
-		cols, room = fit(width)
+		cols, room = fit(width, cols)
 		labelW = min(labelW, room)
 	} else {
 		labelW = min(labelW, maxUnfittedLabel)
@@ -126,8 +129,8 @@ func (s *Screen) Table(width int) []string {
 }
 
 // fit chooses the columns that fit in width and the first column's width.
-func fit(width int) ([]column, int) {
-	cols := append([]column(nil), columns...)
+func fit(width int, all []column) ([]column, int) {
+	cols := append([]column(nil), all...)
 	for {
 		used := 0
 		for _, c := range cols {

@@ -42,6 +42,9 @@ type Series struct {
 	// both counters, valid when HasThrottled and HasPressure are set.
 	ThrottledSeconds, PressureSeconds float64
 	HasThrottled, HasPressure         bool
+	// WaitBuckets is the runqueue latency histogram's classic buckets,
+	// +Inf last, nil unless the daemon serves it (--collect.latency).
+	WaitBuckets []Bucket
 }
 
 // Sample is every cgroup's counters at one moment.
@@ -50,6 +53,10 @@ type Sample struct {
 	Time time.Time
 	// Series is keyed by Series.ID.
 	Series map[string]Series
+	// Preemptors are the main preemptors of the daemon's last window by
+	// victim cgroup path, nil unless it serves them
+	// (--collect.preemption).
+	Preemptors map[string]Preemptor
 }
 
 // Source gives Samples. Sample and Close are called from one goroutine.

@@ -147,3 +147,10 @@ func checkListenAddresses(addrs []string) error {
 	}
 	return nil
 }
+
+// addSchedLatFlags adds the flags of the sched_switch program: both are
+// off unless asked for, as the program runs on every context switch.
+func addSchedLatFlags(cmd flagger, cfg *config) {
+	cmd.Flag("collect.latency", "Serve a histogram of every runqueue wait per cgroup (container_cpu_schedstat_runqueue_latency_seconds), from an eBPF program on sched_switch: kernel BTF, Linux 5.11 or later (BPF task storage) and CAP_BPF with CAP_PERFMON (or root); each context switch pays for it (see the README).").BoolVar(&cfg.latency)
+	cmd.Flag("collect.preemption", "Count per cgroup the preemptions of its tasks by who ran next (same cgroup, another cgroup, a kernel thread, idle) and serve the busiest (victim, preemptor) pairs of the last --collect.interval at /api/v1/preemptions; same program and needs as --collect.latency.").BoolVar(&cfg.preemption)
+}

@@ -54,6 +54,9 @@ type config struct {
 	collectSource string
 	// state is the state file's (state.go).
 	state stateConfig
+	// latency and preemption turn on the sched_switch program's
+	// histogram and preemption attribution (flags.go).
+	latency, preemption bool
 }
 
 func main() {
@@ -129,6 +132,7 @@ func addServeFlags(cmd *kingpin.CmdClause, cfg *config) {
 	enumFlag(cmd, "exit-capture", "Count each thread's time up to its exit with an eBPF program on sched_switch: auto uses it when kernel BTF and CAP_BPF with CAP_PERFMON (or root) allow, on requires it, off polls only.", string(loadmode.Auto), &cfg.exitCapture, loadmode.Modes()...)
 	cmd.Flag("container-runtime-endpoint", "CRI socket of the container runtime, for the container, pod, namespace and image labels: auto takes the first of "+strings.Join(cri.DefaultEndpoints, ", ")+" that exists; none turns the lookup off.").Default(cri.Auto).StringVar(&cfg.runtimeEndpoint)
 	addStateFlags(cmd, &cfg.state)
+	addSchedLatFlags(cmd, cfg)
 }
 
 // check refuses flag values that parse but cannot be served.
@@ -201,9 +205,10 @@ func serve(cfg *config, logger *slog.Logger) error {
 	keepState(poller, keeper)
 	polled := make(chan error, 1)
 	go func() { polled <- poller.Run(ctx) }()
+	go src.pairs.Run(ctx, cfg.interval)
 
 	server := &http.Server{
-		Handler:           newMux(cfg, poller, logger, src.exporterOptions(), append(src.collectors(poller), keeper)...),
+		Handler:           src.withPreemptions(newMux(cfg, poller, logger, src.exporterOptions(), append(src.collectors(poller), keeper)...), cfg, poller),
 		ReadHeaderTimeout: cfg.headerWait,
 		ReadTimeout:       30 * time.Second,
 		IdleTimeout:       2 * time.Minute,

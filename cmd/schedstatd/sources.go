@@ -13,6 +13,7 @@ import (
 	"github.com/schedstatd/schedstatd/exitcapture"
 	"github.com/schedstatd/schedstatd/internal/loadmode"
 	"github.com/schedstatd/schedstatd/procsource"
+	"github.com/schedstatd/schedstatd/schedlat"
 	"github.com/schedstatd/schedstatd/taskiter"
 )
 
@@ -30,6 +31,13 @@ type sources struct {
 	pressure bool
 	exits    *exitcapture.Source // nil when polling only
 	runtime  *cri.Client         // nil when no runtime is asked
+	// sched is the sched_switch program of --collect.latency and
+	// --collect.preemption, nil when neither is on or it is unavailable;
+	// rollup and pairs serve its counts.
+	sched            *schedlat.Source
+	schedUnavailable bool
+	rollup           *schedlat.Rollup
+	pairs            *schedlat.Tracker
 }
 
 // openSources opens everything the flags name, failing with the path or
@@ -67,6 +75,11 @@ func openSources(cfg *config, logger *slog.Logger) (*sources, error) {
 		src.close()
 		return nil, err // it names --exit-capture=on already
 	}
+	src.sched, src.schedUnavailable = schedlat.Select(schedlat.Options{Hierarchy: h, Latency: cfg.latency, Preemption: cfg.preemption}, logger)
+	src.rollup, src.pairs = schedlat.NewRollup(nil), schedlat.NewTracker(src.sched, 0)
+	if src.sched != nil {
+		src.rollup = schedlat.NewRollup(src.sched)
+	}
 	if endpoint := cri.Resolve(cfg.runtimeEndpoint); !cri.Disabled(endpoint) {
 		// New does not wait for the runtime; a runtime that is down
 		// only leaves labels empty.
@@ -78,7 +91,7 @@ func openSources(cfg *config, logger *slog.Logger) (*sources, error) {
 		logger.Info("no container runtime to ask: container, pod, namespace and image labels stay empty", "container_runtime_endpoint", cfg.runtimeEndpoint)
 	}
 	logger.Info("starting schedstatd", "version", version.Info(), "hierarchy", h.Name(), "cgroup_version", h.Version().String(),
-		"dir", h.Dir(), "bandwidth", h.BandwidthFile(), "pressure", h.PressureFile(), "interval", cfg.interval, "task_fd_budget", procs.Budget.Max, "task_iterator", src.iter != nil, "exit_capture", src.exits != nil, "container_runtime", src.runtime != nil)
+		"dir", h.Dir(), "bandwidth", h.BandwidthFile(), "pressure", h.PressureFile(), "interval", cfg.interval, "task_fd_budget", procs.Budget.Max, "task_iterator", src.iter != nil, "exit_capture", src.exits != nil, "container_runtime", src.runtime != nil, "latency", src.sched.Latency(), "preemption", src.sched.Preemption())
 	return src, nil
 }
 
@@ -94,10 +107,14 @@ func (s *sources) beforePass(poller *collector.Poller) func(*container.Table) {
 
 // exporterOptions are the options of the container series' exporter.
 func (s *sources) exporterOptions() []collector.Option {
-	if s.runtime == nil {
-		return nil
+	var opts []collector.Option
+	if s.runtime != nil {
+		opts = append(opts, collector.WithLabeler(s.runtime))
 	}
-	return []collector.Option{collector.WithLabeler(s.runtime)}
+	if s.sched != nil {
+		opts = append(opts, collector.WithSchedLatency(s.rollup))
+	}
+	return opts
 }
 
 // collectors are the self metrics of the sources.
@@ -114,6 +131,7 @@ func (s *sources) collectors(poller *collector.Poller) []prometheus.Collector {
 		exitcapture.NewCollector(s.exits, func() uint64 { return poller.Last().Counters.UnattributedExits }),
 		taskiter.NewCollector(s.iter),
 		procsource.NewCollector(s.fds),
+		schedlat.NewCollector(s.rollup, s.schedUnavailable),
 	}
 	if s.runtime != nil {
 		cs = append(cs, s.runtime)
@@ -133,6 +151,7 @@ func (s *sources) close() {
 	if s.runtime != nil {
 		s.runtime.Close()
 	}
+	s.sched.Close()
 }
 
 // iterMode maps --collect.source to the iterator's mode: iter requires it,

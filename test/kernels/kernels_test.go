@@ -23,6 +23,7 @@ var binaries = []binary{
 	{pkg: "container"},
 	{pkg: "taskiter"},
 	{pkg: "exitcapture"},
+	{pkg: "schedlat"},
 	{pkg: "cmd/schedstatd", run: "^(TestDaemonMatchesKernel|TestDaemonEndpoints|TestSystemdHierarchy|TestThrottledWaitSplit)$"},
 }
 
@@ -33,23 +34,42 @@ var binaries = []binary{
 type feature struct {
 	name  string
 	tests map[string][]string // package -> tests
+	// fallback names the kernels that lack the feature, and for each the
+	// tests that check the fallback there (they must pass) and those that
+	// need the feature (they must skip, saying why).
+	fallback map[string]fallback
+}
+
+// fallback is what a kernel without a feature must show instead.
+type fallback struct {
+	pass, skip map[string][]string // package -> tests
 }
 
 var features = []feature{
 	{"task iterator", map[string][]string{
 		"taskiter":  {"TestScenarioReal", "TestDifferentialReal", "TestTableTotalsReal"},
 		"container": {"TestRealPIDReuse", "TestRealThreadsMatchKernel"},
-	}},
+	}, nil},
 	{"exit capture", map[string][]string{
 		"exitcapture": {"TestRecordsMatchProc", "TestCoverageShortTasks", "TestNoDoubleCount"},
-	}},
+	}, nil},
 	{"daemon over pure v2", map[string][]string{
 		"cmd/schedstatd": {"TestDaemonMatchesKernel", "TestSystemdHierarchy"},
+	}, nil},
+	{"runqueue latency and preemption", map[string][]string{
+		"schedlat": {"TestLatencyReal", "TestPreemptionSameReal", "TestFallbackReal"},
+	}, map[string]fallback{
+		// 5.10 has no BPF task storage (5.11+): the daemon goes on
+		// without the program, with one log line and a self metric.
+		"5.10": {
+			pass: map[string][]string{"schedlat": {"TestFallbackReal"}},
+			skip: map[string][]string{"schedlat": {"TestLatencyReal", "TestPreemptionSameReal"}},
+		},
 	}},
 	{"v2 quota and pressure", map[string][]string{
 		"cgroupfs":       {"TestKernelFilesMatchKernel"},
 		"cmd/schedstatd": {"TestThrottledWaitSplit"},
-	}},
+	}, nil},
 }
 
 // coverageLine is what TestCoverageShortTasks logs.
@@ -58,11 +78,26 @@ var coverageLine = regexp.MustCompile(`with exit capture [0-9.]+s \(coverage ([0
 // checkFeatures fails t for every feature test that did not pass on the
 // kernel, and logs the kernel's row of the feature table. A feature whose
 // packages were left out (SCHEDSTATD_KERNELS_PKGS) is not checked.
-func checkFeatures(t *testing.T, results map[string]map[string]result) {
+func checkFeatures(t *testing.T, kernel string, results map[string]map[string]result) {
 	var row []string
 	for _, f := range features {
 		if slices.ContainsFunc(slices.Collect(maps.Keys(f.tests)), func(pkg string) bool { return results[pkg] == nil }) {
 			row = append(row, f.name+": not run")
+			continue
+		}
+		if fb, ok := f.fallback[kernel]; ok {
+			state := "falls back as expected"
+			for want, byPkg := range map[string]map[string][]string{"pass": fb.pass, "skip": fb.skip} {
+				for pkg, tests := range byPkg {
+					for _, name := range tests {
+						if r := results[pkg][name]; r.action != want {
+							state = "FAILS"
+							t.Errorf("%s: %s %s: %s, want %s: this kernel is meant to fall back", f.name, pkg, name, cmp.Or(r.action, "not run"), want)
+						}
+					}
+				}
+			}
+			row = append(row, f.name+": "+state)
 			continue
 		}
 		ok := true
@@ -173,7 +208,7 @@ func TestKernels(t *testing.T) {
 					}
 				})
 			}
-			checkFeatures(t, byPkg)
+			checkFeatures(t, k.name, byPkg)
 		})
 	}
 }

@@ -1,0 +1,96 @@
+package schedlat
+
+import (
+	"bufio"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"runtime"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"golang.org/x/sys/unix"
+)
+
+// envLatency makes the test binary a latency-sensitive helper: one thread
+// that sleeps 1 ms and spins 1 ms, over and over.
+const envLatency = "SCHEDLAT_TEST_LATENCY"
+
+// latencyHelper turns the process into the latency helper when asked: it
+// prints its worker's tid, then sleeps 1 ms and spins 1 ms until stdin
+// closes.
+func latencyHelper() {
+	if os.Getenv(envLatency) == "" {
+		return
+	}
+	runtime.LockOSThread()
+	stop := make(chan struct{})
+	go func() {
+		io.Copy(io.Discard, os.Stdin)
+		close(stop)
+	}()
+	fmt.Println("tid", unix.Gettid())
+	nap := unix.Timespec{Nsec: 1e6}
+	for {
+		select {
+		case <-stop:
+			os.Exit(0)
+		default:
+		}
+		unix.Nanosleep(&nap, nil)
+		end := time.Now().Add(time.Millisecond)
+		for time.Now().Before(end) {
+		}
+	}
+}
+
+// startLatency starts the latency helper, killed when t ends, and
+// returns its process and its worker's tid.
+func startLatency(t testing.TB) (*exec.Cmd, int) {
+	t.Helper()
+	cmd := exec.Command(os.Args[0], "-test.run=^$")
+	cmd.Env = append(os.Environ(), envLatency+"=1")
+	cmd.Stderr = os.Stderr
+	in, err := cmd.StdinPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		in.Close()
+		cmd.Process.Kill()
+		cmd.Wait()
+	})
+	line, err := bufio.NewReader(out).ReadString('\n')
+	if err != nil {
+		t.Fatalf("latency helper: %v", err)
+	}
+	f := strings.Fields(line)
+	if len(f) != 2 || f[0] != "tid" {
+		t.Fatalf("latency helper printed %q", line)
+	}
+	tid, err := strconv.Atoi(f[1])
+	if err != nil {
+		t.Fatal(err)
+	}
+	return cmd, tid
+}
+
+// pin binds the thread tid to cpu.
+func pin(t testing.TB, tid, cpu int) {
+	t.Helper()
+	var set unix.CPUSet
+	set.Set(cpu)
+	if err := unix.SchedSetaffinity(tid, &set); err != nil {
+		t.Fatalf("pin %d to CPU %d: %v", tid, cpu, err)
+	}
+}
