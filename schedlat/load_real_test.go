@@ -1,18 +1,38 @@
 package schedlat
 
 import (
+	"runtime"
+	"sync"
 	"testing"
 	"time"
 )
 
+// contend keeps twice as many threads as there are CPUs busy for d, so
+// that each waits on a runqueue now and then.
+func contend(d time.Duration) {
+	var wg sync.WaitGroup
+	for range 2 * runtime.NumCPU() {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			runtime.LockOSThread()
+			for end := time.Now().Add(d); time.Now().Before(end); {
+			}
+		}()
+	}
+	wg.Wait()
+}
+
 // TestLoadReal loads the program for each set of features, and with the
 // previous task's state read from task_struct as on kernels before 5.18,
 // which have no prev_state argument: the kernel's verifier accepts each,
-// and with the latency on, the node's switches count waits.
+// and with the latency on, the switches of threads that contend for the
+// CPUs count waits (a quiet node, as a VM of the kernel matrix is, may
+// have none of its own in 200 ms).
 func TestLoadReal(t *testing.T) {
 	for _, o := range []Options{{Latency: true}, {Preemption: true}, {Latency: true, Preemption: true}, {Latency: true, Preemption: true, stateFromTask: true}} {
 		_, s := openSource(t, o)
-		time.Sleep(200 * time.Millisecond)
+		contend(200 * time.Millisecond)
 		c, err := s.Read()
 		if err != nil {
 			t.Fatal(err)

@@ -262,7 +262,12 @@ func TestThrottledWaitSplit(t *testing.T) {
 	}
 	time.Sleep(time.Second)
 	beside := measureWindow(t, url, id, spinner, procs, 5*time.Second)
-	checkTopSaysWhy(t, url, id, "/"+base+"-neighbours")
+	// What top makes of the figures is the host's to test: in the kernel
+	// matrix's VMs (-short) the emulated CPU the test runs on, beside
+	// the five spinners of the other, leaves top too little to sample in.
+	if !testing.Short() {
+		checkTopSaysWhy(t, url, id, "/"+base+"-neighbours")
+	}
 
 	for _, c := range []struct {
 		what   string
