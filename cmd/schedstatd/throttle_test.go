@@ -263,8 +263,9 @@ func TestThrottledWaitSplit(t *testing.T) {
 	time.Sleep(time.Second)
 	beside := measureWindow(t, url, id, spinner, procs, 5*time.Second)
 	// What top makes of the figures is the host's to test: in the kernel
-	// matrix's VMs (-short) the emulated CPU the test runs on, beside
-	// the five spinners of the other, leaves top too little to sample in.
+	// matrix's VMs (-short), whose two emulated CPUs take turns on one
+	// host thread, top's run beside the five spinners took over two
+	// minutes on a loaded host.
 	if !testing.Short() {
 		checkTopSaysWhy(t, url, id, "/"+base+"-neighbours")
 	}
