@@ -48,7 +48,7 @@ func (w *walker) readUsage(parentfd int, n *node, c *Cgroup) error {
 	if w.mirror != "" {
 		base = atCWD
 	}
-	err := w.read(base, n.usage, n.rel)
+	err := w.readCounter(base, n.usage, n.rel, &n.usageFD)
 	if err == nil {
 		c.UsageNanoseconds, err = w.parseUsage(w.buf)
 	} else if w.mirror != "" && IsRemoved(err) {

@@ -120,10 +120,11 @@ func (w *walker) readKernelFiles(parentfd int, n *node, c *Cgroup) error {
 }
 
 // readKernelFile reads the file name of the cgroup n, where f keeps it
-// (relative to parentfd, or in a mirror hierarchy), and parses it. A
+// (relative to parentfd, or in a mirror hierarchy), through k when the
+// walk keeps files, and parses it. A
 // cgroup without the file (name nil), a missing file or a missing twin is
 // the zero value and no error.
-func readKernelFile[T any](w *walker, parentfd int, n *node, name []byte, f kernelFile, parse func([]byte) (T, error)) (T, error) {
+func readKernelFile[T any](w *walker, parentfd int, n *node, name []byte, k *keptFD, f kernelFile, parse func([]byte) (T, error)) (T, error) {
 	var zero T
 	if name == nil {
 		return zero, nil
@@ -132,7 +133,7 @@ func readKernelFile[T any](w *walker, parentfd int, n *node, name []byte, f kern
 	if f.mirror != "" {
 		base = atCWD
 	}
-	err := w.read(base, name, n.rel)
+	err := w.readCounter(base, name, n.rel, k)
 	if IsRemoved(err) {
 		return zero, nil
 	}

@@ -93,6 +93,7 @@ func TestKernelFilesMatchKernel(t *testing.T) {
 				t.Errorf("walking %s: PressureFile() = %q, want %q", walked, got, want)
 			}
 			checkKernelFiles(t, h, top, stat, psi, true)
+			checkKeptKernelFiles(t, walked, top, stat, psi, true)
 		}
 	})
 	t.Run("unified", func(t *testing.T) {
@@ -117,6 +118,7 @@ func TestKernelFilesMatchKernel(t *testing.T) {
 			t.Fatal(err)
 		}
 		checkKernelFiles(t, h, top, stat, filepath.Join(dir, pressureFile), quota)
+		checkKeptKernelFiles(t, Unified, top, stat, filepath.Join(dir, pressureFile), quota)
 	})
 }
 
@@ -157,6 +159,24 @@ func checkKernelFiles(t *testing.T, h *Hierarchy, top, stat, psi string, withBan
 		t.Errorf("walking %s: listed %+v, not between the kernel's %+v and %+v", h.Name(), c.Pressure, p0, p1)
 	case c.Pressure.SomeNanoseconds == 0:
 		t.Errorf("walking %s: a spinner sharing its CPUs shows no pressure", h.Name())
+	}
+}
+
+// checkKeptKernelFiles is checkKernelFiles over the hierarchy walked
+// with its counter files kept open and read with pread: the pass after
+// the first reads them through the fds kept by the first.
+func checkKeptKernelFiles(t *testing.T, walked, top, stat, psi string, withBandwidth bool) {
+	t.Helper()
+	h, err := Open(sysCgroup, walked)
+	if err != nil {
+		t.Fatal(err)
+	}
+	keeper := &countKeeper{max: 1 << 20}
+	h.KeepFiles(keeper)
+	defer h.Close()
+	checkKernelFiles(t, h, top, stat, psi, withBandwidth)
+	if keeper.n == 0 {
+		t.Errorf("walking %s with kept files: none kept", walked)
 	}
 }
 

@@ -243,8 +243,8 @@ func TestKernelFilesSteadyPassAllocs(t *testing.T) {
 // BenchmarkWalkKernelFiles walks 1,000 real cgroups of the v1 cpuacct
 // hierarchy, with twins at the same paths in the cpu and v2 hierarchies,
 // without the kernel files, with the bandwidth counters from the cpu
-// twins, and with those and the pressure from the v2 twins: what each
-// costs per cgroup and pass.
+// twins, and with those and the pressure from the v2 twins, opened each
+// pass or kept open: what each costs per cgroup and pass.
 func BenchmarkWalkKernelFiles(b *testing.B) {
 	cpu, unified := realHierarchy(b, "cpu"), realHierarchy(b, Unified)
 	lay := benchTree(b, "cpuacct")
@@ -263,14 +263,22 @@ func BenchmarkWalkKernelFiles(b *testing.B) {
 	for _, tc := range []struct {
 		name  string
 		files kernelFiles
+		keep  bool
 	}{
-		{"counter-only", kernelFiles{}},
-		{"bandwidth", kernelFiles{bandwidth: bw}},
-		{"bandwidth+pressure", kernelFiles{bandwidth: bw, pressure: psi}},
+		{"counter-only", kernelFiles{}, false},
+		{"bandwidth", kernelFiles{bandwidth: bw}, false},
+		{"bandwidth+pressure", kernelFiles{bandwidth: bw, pressure: psi}, false},
+		// The same three files of every cgroup held open and read with
+		// one pread each.
+		{"bandwidth+pressure/kept", kernelFiles{bandwidth: bw, pressure: psi}, true},
 	} {
 		b.Run(tc.name, func(b *testing.B) {
 			h := newHierarchy(lay)
 			h.useKernelFiles(tc.files)
+			if tc.keep {
+				h.KeepFiles(&countKeeper{max: 1 << 20})
+				b.Cleanup(func() { h.Close() })
+			}
 			var l Listing
 			if err := h.List(&l); err != nil {
 				b.Fatal(err)

@@ -20,14 +20,17 @@ type node struct {
 	// bandwidth and pressure are the names of the cgroup's cpu.stat (v1)
 	// and cpu.pressure in the same way, nil where there are none.
 	bandwidth, pressure []byte
-	kids                map[string]*node
-	peak                int    // most kids held since kids was last rebuilt
-	seen                uint64 // the last pass that listed this node
+	// usageFD, bandwidthFD and pressureFD hold those files open between
+	// passes when the walker keeps files (kept.go).
+	usageFD, bandwidthFD, pressureFD keptFD
+	kids                             map[string]*node
+	peak                             int    // most kids held since kids was last rebuilt
+	seen                             uint64 // the last pass that listed this node
 }
 
 // newRoot returns the node of the hierarchy root.
 func (w *walker) newRoot() *node {
-	n := &node{rel: "/"}
+	n := &node{rel: "/", usageFD: noFD, bandwidthFD: noFD, pressureFD: noFD}
 	w.setNames(n, w.dir)
 	return n
 }
@@ -57,7 +60,7 @@ func (w *walker) kid(n *node, name []byte) *node {
 		k.seen = w.pass
 		return k
 	}
-	k := &node{name: string(name), seen: w.pass}
+	k := &node{name: string(name), seen: w.pass, usageFD: noFD, bandwidthFD: noFD, pressureFD: noFD}
 	if n.rel == "/" {
 		k.rel = "/" + k.name
 	} else {
@@ -75,10 +78,11 @@ func (w *walker) kid(n *node, name []byte) *node {
 // sweep forgets the children of n that this pass did not list. A map
 // keeps its buckets after deletes, so one that has shrunk to a quarter of
 // its peak is rebuilt: churn of short-lived cgroups cannot grow it
-// without bound.
+// without bound. The files a forgotten node held open are closed.
 func (w *walker) sweep(n *node) {
 	for name, k := range n.kids {
 		if k.seen != w.pass {
+			w.closeNode(k)
 			delete(n.kids, name)
 		}
 	}

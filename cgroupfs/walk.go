@@ -29,13 +29,17 @@ type walker struct {
 	// noThreads leaves thread lists unread, for sources that learn each
 	// thread's cgroup another way.
 	noThreads bool
-	root      *node
-	pass      uint64
-	buf       []byte  // file contents
-	dents     []byte  // getdents64 records
-	stack     []*node // children still to visit, for all open levels
-	stx       unix.Statx_t
-	testHook  func(at hookPoint, rel string)
+	// keeper, when set, lets the walk hold counter files open between
+	// passes; kept is how many it holds.
+	keeper   FDKeeper
+	kept     int
+	root     *node
+	pass     uint64
+	buf      []byte  // file contents
+	dents    []byte  // getdents64 records
+	stack    []*node // children still to visit, for all open levels
+	stx      unix.Statx_t
+	testHook func(at hookPoint, rel string)
 }
 
 // hookPoint names a moment of the walk at which tests change the tree.

@@ -8,7 +8,9 @@ var (
 	keptDesc = prometheus.NewDesc("schedstatd_task_fds_kept",
 		"Task fds the procfs source keeps open, one per tracked task within the budget.", nil, nil)
 	budgetDesc = prometheus.NewDesc("schedstatd_task_fd_budget",
-		"Task fds the procfs source may keep open under the open-file limit.", nil, nil)
+		"Fds the procfs source's tasks and the cgroup walk's counter files may keep open together under the open-file and memory limits.", nil, nil)
+	cgroupKeptDesc = prometheus.NewDesc("schedstatd_cgroup_fds_kept",
+		"Cgroup counter files (CPU counter, bandwidth, pressure) the walk keeps open and reads with one pread a pass, within the fd budget.", nil, nil)
 )
 
 // Collector exports an FDBudget's counts. It may be collected from any
@@ -24,6 +26,7 @@ func (c *Collector) Describe(ch chan<- *prometheus.Desc) {
 	ch <- unkeptDesc
 	ch <- keptDesc
 	ch <- budgetDesc
+	ch <- cgroupKeptDesc
 }
 
 // Collect sends the metrics.
@@ -35,4 +38,5 @@ func (c *Collector) Collect(ch chan<- prometheus.Metric) {
 	ch <- prometheus.MustNewConstMetric(unkeptDesc, prometheus.GaugeValue, float64(c.b.Unkept()))
 	ch <- prometheus.MustNewConstMetric(keptDesc, prometheus.GaugeValue, float64(c.b.Kept()))
 	ch <- prometheus.MustNewConstMetric(budgetDesc, prometheus.GaugeValue, float64(c.b.Max))
+	ch <- prometheus.MustNewConstMetric(cgroupKeptDesc, prometheus.GaugeValue, float64(c.b.CgroupKept()))
 }

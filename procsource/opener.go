@@ -6,6 +6,7 @@ import (
 	"log/slog"
 	"sync/atomic"
 
+	"github.com/schedstatd/schedstatd/cgroupfs"
 	"github.com/schedstatd/schedstatd/container"
 	"github.com/schedstatd/schedstatd/schedstat"
 	"golang.org/x/sys/unix"
@@ -28,22 +29,46 @@ type Opener struct {
 
 var _ container.TaskOpener = Opener{}
 
-// FDBudget bounds the number of task fds an Opener keeps open and counts
-// the tasks read without one. It is used by the goroutine that owns the
-// table, except Kept and Unkept, which any goroutine may call.
+// FDBudget bounds the number of fds kept open, by an Opener for its tasks
+// and by the cgroup walk for its counter files (it is a
+// cgroupfs.FDKeeper), and counts the tasks read without one. Whoever asks
+// first while there is room keeps an fd. It is used by the goroutine that
+// owns the table, except Kept, CgroupKept and Unkept, which any goroutine
+// may call.
 type FDBudget struct {
-	// Max is the number of task fds that may be kept open.
+	// Max is the number of task and cgroup fds that may be kept open.
 	Max int
 	// Logger, if not nil, is told once when the first task goes without
 	// a kept fd.
 	Logger *slog.Logger
 
-	kept, unkept atomic.Int64
-	warned       bool
+	kept, unkept, cgroups atomic.Int64
+	warned                bool
 }
+
+var _ cgroupfs.FDKeeper = (*FDBudget)(nil)
 
 // Kept returns the number of task fds open now.
 func (b *FDBudget) Kept() int { return int(b.kept.Load()) }
+
+// CgroupKept returns the number of cgroup counter files kept open now.
+func (b *FDBudget) CgroupKept() int { return int(b.cgroups.Load()) }
+
+// room reports whether one more fd fits in the budget.
+func (b *FDBudget) room() bool { return b.Kept()+b.CgroupKept() < b.Max }
+
+// KeepCgroupFD implements cgroupfs.FDKeeper: a cgroup counter file may be
+// kept while the budget has room.
+func (b *FDBudget) KeepCgroupFD() bool {
+	if !b.room() {
+		return false
+	}
+	b.cgroups.Add(1)
+	return true
+}
+
+// ReleaseCgroupFD implements cgroupfs.FDKeeper.
+func (b *FDBudget) ReleaseCgroupFD() { b.cgroups.Add(-1) }
 
 // Unkept returns the number of tracked tasks read without a kept fd.
 func (b *FDBudget) Unkept() int { return int(b.unkept.Load()) }
@@ -66,7 +91,7 @@ func (o Opener) open(tid int32) (container.TaskHandle, error) {
 		}
 		return t, nil
 	}
-	if b.Kept() < b.Max {
+	if b.room() {
 		t, err := schedstat.Open(o.Root, tid)
 		if err == nil {
 			b.kept.Add(1)

@@ -43,10 +43,14 @@ func (r resources) String() string {
 }
 
 // isTaskFD reports whether an fd's link target is a task's schedstat
-// file, the one fd the procfs source keeps per task. The iterator source
-// keeps none, so the count comes from the fds themselves, not from the
-// tracked tasks.
+// file, the one fd the procfs source keeps per task, or a cgroup counter
+// file the walk keeps per cgroup (whose count follows the cgroups others
+// make on the machine). The iterator source keeps no task fds, so the
+// count comes from the fds themselves, not from the tracked tasks.
 func isTaskFD(target string) bool {
+	if strings.HasPrefix(target, "/sys/fs/cgroup/") {
+		return strings.HasSuffix(target, "/cpuacct.usage") || strings.HasSuffix(target, "/cpu.stat") || strings.HasSuffix(target, "/cpu.pressure")
+	}
 	return strings.HasPrefix(target, "/proc/") && strings.HasSuffix(target, "/schedstat")
 }
 

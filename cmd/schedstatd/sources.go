@@ -22,10 +22,14 @@ import (
 type sources struct {
 	// lister and tasks feed the table: the hierarchy's thread lists and
 	// procfs, or the task iterator.
-	lister  cgroupfs.Lister
-	tasks   container.TaskOpener
-	iter    *taskiter.Source     // nil when procfs is the source
-	fds     *procsource.FDBudget // nil when the iterator is
+	lister cgroupfs.Lister
+	tasks  container.TaskOpener
+	iter   *taskiter.Source // nil when procfs is the source
+	// fds is the budget of kept fds: the procfs source's tasks and the
+	// walk's cgroup counter files.
+	fds *procsource.FDBudget
+	// hier is the walked hierarchy, which keeps counter files open.
+	hier    *cgroupfs.Hierarchy
 	hostPID bool
 	// pressure is set when the kernel reports CPU pressure for cgroups.
 	pressure bool
@@ -61,14 +65,16 @@ func openSources(cfg *config, logger *slog.Logger) (*sources, error) {
 	if err != nil {
 		return nil, err
 	}
-	src.lister, src.tasks = h, procs
+	// The walk keeps each cgroup's counter files open out of the same
+	// budget as the task fds; it lists first, so cgroups take theirs
+	// first, a few per cgroup.
+	h.KeepFiles(procs.Budget)
+	src.lister, src.tasks, src.fds, src.hier = h, procs, procs.Budget, h
 	if src.iter, err = taskiter.Select(iterMode(cfg.collectSource), taskiter.Options{Hierarchy: h}, logger); err != nil {
 		return nil, fmt.Errorf("--collect.source=%s: %w", cfg.collectSource, err)
 	}
 	if src.iter != nil {
 		src.lister, src.tasks = src.iter.Lister(), src.iter.Opener()
-	} else {
-		src.fds = procs.Budget
 	}
 
 	if src.exits, err = exitcapture.Select(loadmode.Mode(cfg.exitCapture), exitcapture.Options{Hierarchy: h}, logger); err != nil {
@@ -139,9 +145,13 @@ func (s *sources) collectors(poller *collector.Poller) []prometheus.Collector {
 	return cs
 }
 
-// close releases the task iterator, the exit source and the runtime client. The task table
-// closes its own fds when the poller stops.
+// close releases the task iterator, the exit source, the runtime client
+// and the walk's kept counter files. The task table closes its own fds
+// when the poller stops; close must run after it has.
 func (s *sources) close() {
+	if s.hier != nil {
+		s.hier.Close()
+	}
 	if s.iter != nil {
 		s.iter.Close()
 	}
