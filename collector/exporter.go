@@ -9,22 +9,7 @@ import (
 
 const namespace = "schedstatd"
 
-// containerLabels are the labels of every container series, as kubelet's
-// cAdvisor endpoint has them, so dashboards and queries port over.
-var containerLabels = []string{"id", "name", "container", "pod", "namespace", "image"}
-
 var (
-	runDesc = prometheus.NewDesc("container_cpu_schedstat_run_seconds_total",
-		"Time the cgroup's tasks ran on a CPU, from /proc/<tid>/schedstat, descendants included.", containerLabels, nil)
-	waitDesc = prometheus.NewDesc("container_cpu_schedstat_runqueue_seconds_total",
-		"Time the cgroup's tasks waited on a runqueue for a CPU, from /proc/<tid>/schedstat, descendants included.", containerLabels, nil)
-	periodsDesc = prometheus.NewDesc("container_cpu_schedstat_run_periods_total",
-		"Timeslices the cgroup's tasks ran, from /proc/<tid>/schedstat, descendants included.", containerLabels, nil)
-	usageDesc = prometheus.NewDesc("container_cpu_schedstat_usage_seconds_total",
-		"The cgroup's own CPU counter (cpuacct.usage on v1, cpu.stat usage_usec on v2), descendants included.", containerLabels, nil)
-	tasksDesc = prometheus.NewDesc("container_schedstat_tasks",
-		"Live tasks (threads) listed in the cgroup and its descendants at the last pass.", containerLabels, nil)
-
 	passesDesc = prometheus.NewDesc(namespace+"_collections_total",
 		"Accounting passes completed.", nil, nil)
 	failedDesc = prometheus.NewDesc(namespace+"_collection_errors_total",
@@ -51,19 +36,23 @@ var (
 		"Exited tasks remembered until the exit source has delivered their records, so that each counts once.", nil, nil)
 	evictedDesc = prometheus.NewDesc(namespace+"_tasks_retired_evicted_total",
 		"Exited tasks forgotten, past the bound, before the exit source had delivered their records; a record that comes later would count the task whole.", nil, nil)
-	cgroupReadErrorsDesc = prometheus.NewDesc("container_schedstat_read_errors_total",
-		"Passes that could not read this cgroup whole; shown once the cgroup has had one.", containerLabels, nil)
 	lastPassDesc = prometheus.NewDesc(namespace+"_last_collection_timestamp_seconds",
 		"Unix time of the last completed pass.", nil, nil)
 	cgroupsDesc = prometheus.NewDesc(namespace+"_cgroups",
 		"Cgroups in the walked hierarchy at the last pass.", nil, nil)
+	selectedDesc = prometheus.NewDesc(namespace+"_cgroups_selected",
+		"Cgroups of the last pass whose container series are served (--collect.cgroups.include, --collect.cgroups.exclude and --collect.cgroups.max-depth).", nil, nil)
 )
 
 // Exporter is an unchecked prometheus.Collector of a Poller's latest
-// snapshot. It may be collected from any goroutine.
+// snapshot: the container series of its selected cgroups and the
+// poller's own counters. It may be collected from any goroutine.
 type Exporter struct {
-	poller  *Poller
-	labeler Labeler
+	poller    *Poller
+	labeler   Labeler
+	selection *Selection
+	// labels holds each cgroup's label values, built once per cgroup.
+	labels labelCache
 	// schedlat, if set, gives the runqueue latency and preemption series.
 	schedlat *schedlat.Rollup
 }
@@ -87,6 +76,10 @@ type Option func(*Exporter)
 // WithLabeler fills the container, pod, namespace and image labels from l.
 func WithLabeler(l Labeler) Option { return func(e *Exporter) { e.labeler = l } }
 
+// WithSelection serves the container series of the cgroups s selects
+// only; nil selects all.
+func WithSelection(s *Selection) Option { return func(e *Exporter) { e.selection = s } }
+
 // NewExporter returns an exporter of p's snapshots.
 func NewExporter(p *Poller, opts ...Option) *Exporter {
 	e := &Exporter{poller: p}
@@ -100,14 +93,82 @@ func NewExporter(p *Poller, opts ...Option) *Exporter {
 // and go with cgroups.
 func (e *Exporter) Describe(chan<- *prometheus.Desc) {}
 
-// Collect sends the container series of every cgroup in the latest
-// snapshot and the poller's own counters.
+// Collect sends the container series of every selected cgroup in the
+// latest snapshot and the poller's own counters.
 func (e *Exporter) Collect(ch chan<- prometheus.Metric) {
 	s := e.poller.Last()
-	lat := e.schedLatencyTotals(s)
+	e.collectContainers(ch, s)
+	e.collectSelf(ch, s)
+}
+
+// Containers returns a collector of the container series alone.
+func (e *Exporter) Containers() prometheus.Collector {
+	return collectorFunc(func(ch chan<- prometheus.Metric) { e.collectContainers(ch, e.poller.Last()) })
+}
+
+// Self returns a collector of the poller's own counters alone.
+func (e *Exporter) Self() prometheus.Collector {
+	return collectorFunc(func(ch chan<- prometheus.Metric) { e.collectSelf(ch, e.poller.Last()) })
+}
+
+// collectorFunc is an unchecked collector that sends what the function
+// sends.
+type collectorFunc func(ch chan<- prometheus.Metric)
+
+func (collectorFunc) Describe(chan<- *prometheus.Desc)      {}
+func (f collectorFunc) Collect(ch chan<- prometheus.Metric) { f(ch) }
+
+// collectContainers sends the container series of the selected cgroups
+// of s, family by family.
+func (e *Exporter) collectContainers(ch chan<- prometheus.Metric, s *container.Snapshot) {
+	ls := e.labels.resolve(s, e.labeler, e.selection)
 	for i := range s.Cgroups {
-		e.collectCgroup(ch, &s.Cgroups[i], lat)
+		if !ls[i].selected {
+			continue
+		}
+		for j := range families {
+			f := &families[j]
+			if v, ok := f.value(&s.Cgroups[i]); ok {
+				ch <- prometheus.MustNewConstMetric(f.desc, f.valueType(), v, ls[i].values...)
+			}
+		}
 	}
+	e.collectLatency(ch, s, ls)
+}
+
+// Latency returns a collector of the runqueue latency and preemption
+// series alone, of the selected cgroups.
+func (e *Exporter) Latency() prometheus.Collector {
+	return collectorFunc(func(ch chan<- prometheus.Metric) {
+		if e.schedlat.Counter() == nil {
+			return
+		}
+		s := e.poller.Last()
+		e.collectLatency(ch, s, e.labels.resolve(s, e.labeler, e.selection))
+	})
+}
+
+// collectLatency sends the runqueue latency and preemption series of the
+// selected cgroups of s, whose labels are ls. (collectSchedLatency
+// appends a label to a cgroup's values: they are made with no room to
+// spare, so the append copies and the cached values stay as they are.)
+func (e *Exporter) collectLatency(ch chan<- prometheus.Metric, s *container.Snapshot, ls []*cgroupLabels) {
+	lat := e.schedLatencyTotals(s)
+	if lat == nil {
+		return
+	}
+	for i := range s.Cgroups {
+		if !ls[i].selected {
+			continue
+		}
+		if l, ok := lat[s.Cgroups[i].Path]; ok {
+			collectSchedLatency(ch, e.schedlat.Counter(), &l, ls[i].values)
+		}
+	}
+}
+
+// collectSelf sends the poller's own counters as of s.
+func (e *Exporter) collectSelf(ch chan<- prometheus.Metric, s *container.Snapshot) {
 	c := s.Counters
 	counter(ch, passesDesc, float64(c.Passes))
 	counter(ch, failedDesc, float64(c.FailedPasses))
@@ -123,6 +184,7 @@ func (e *Exporter) Collect(ch chan<- prometheus.Metric) {
 		ch <- prometheus.MustNewConstMetric(readShareDesc, prometheus.GaugeValue, float64(c.CgroupsRead)/float64(n))
 	}
 	ch <- prometheus.MustNewConstMetric(cgroupsDesc, prometheus.GaugeValue, float64(len(s.Cgroups)))
+	ch <- prometheus.MustNewConstMetric(selectedDesc, prometheus.GaugeValue, float64(e.labels.selected(s, e.selection)))
 	for _, r := range container.Reasons() {
 		ch <- prometheus.MustNewConstMetric(readErrorsDesc, prometheus.CounterValue, float64(c.ReadErrorsFor(r)), r.String())
 		ch <- prometheus.MustNewConstMetric(cgroupErrorsDesc, prometheus.CounterValue, float64(c.CgroupReadErrorsFor(r)), r.String())
@@ -135,30 +197,3 @@ func (e *Exporter) Collect(ch chan<- prometheus.Metric) {
 func counter(ch chan<- prometheus.Metric, d *prometheus.Desc, v float64) {
 	ch <- prometheus.MustNewConstMetric(d, prometheus.CounterValue, v)
 }
-
-// collectCgroup sends the container series of one cgroup.
-func (e *Exporter) collectCgroup(ch chan<- prometheus.Metric, c *container.CgroupStats, lat map[string]schedlat.Counts) {
-	id := cgroupfs.ParseIdentity(c.Path)
-	var k ContainerLabels
-	if e.labeler != nil {
-		k = e.labeler.Labels(id)
-	}
-	// A cgroup name is any bytes; a label value must be UTF-8.
-	lv := []string{cgroupfs.LabelValue(c.Path), cgroupfs.LabelValue(id.Name), k.Container, k.Pod, k.Namespace, k.Image}
-	ch <- prometheus.MustNewConstMetric(runDesc, prometheus.CounterValue, seconds(c.Stat.RunNanoseconds), lv...)
-	ch <- prometheus.MustNewConstMetric(waitDesc, prometheus.CounterValue, seconds(c.Stat.WaitNanoseconds), lv...)
-	ch <- prometheus.MustNewConstMetric(periodsDesc, prometheus.CounterValue, float64(c.Stat.Timeslices), lv...)
-	if c.HasUsage {
-		ch <- prometheus.MustNewConstMetric(usageDesc, prometheus.CounterValue, seconds(c.UsageNanoseconds), lv...)
-	}
-	ch <- prometheus.MustNewConstMetric(tasksDesc, prometheus.GaugeValue, float64(c.Tasks), lv...)
-	if c.ReadErrors > 0 {
-		ch <- prometheus.MustNewConstMetric(cgroupReadErrorsDesc, prometheus.CounterValue, float64(c.ReadErrors), lv...)
-	}
-	collectKernel(ch, c, lv)
-	if l, ok := lat[c.Path]; ok {
-		collectSchedLatency(ch, e.schedlat.Counter(), &l, lv)
-	}
-}
-
-func seconds(ns uint64) float64 { return float64(ns) / 1e9 }

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/alecthomas/kingpin/v2"
+	"github.com/schedstatd/schedstatd/collector"
 )
 
 // durationValue is a duration flag that must lie in [min, max]; its
@@ -153,4 +154,38 @@ func checkListenAddresses(addrs []string) error {
 func addSchedLatFlags(cmd flagger, cfg *config) {
 	cmd.Flag("collect.latency", "Serve a histogram of every runqueue wait per cgroup (container_cpu_schedstat_runqueue_latency_seconds), from an eBPF program on sched_switch: kernel BTF, Linux 5.11 or later (BPF task storage) and CAP_BPF with CAP_PERFMON (or root); each context switch pays for it (see the README).").BoolVar(&cfg.latency)
 	cmd.Flag("collect.preemption", "Count per cgroup the preemptions of its tasks by who ran next (same cgroup, another cgroup, a kernel thread, idle) and serve the busiest (victim, preemptor) pairs of the last --collect.interval at /api/v1/preemptions; same program and needs as --collect.latency.").BoolVar(&cfg.preemption)
+}
+
+// selectionConfig is what the cgroup selection flags say.
+type selectionConfig struct {
+	include, exclude []string
+	maxDepth         int
+	// compiled is made by check.
+	compiled *collector.Selection
+}
+
+// addSelectionFlags adds the flags that pick the cgroups whose series are
+// served, as cAdvisor's users bound a node's series.
+func addSelectionFlags(cmd flagger, s *selectionConfig) {
+	cmd.Flag("collect.cgroups.include", "Serve the series of the cgroups whose id (path, / for the root) matches this RE2 regular expression, anchored at both ends, such as '/kubepods.*'; repeat for more. Default: every cgroup. Series of a served cgroup still include all its descendants.").PlaceHolder(`""`).StringsVar(&s.include)
+	cmd.Flag("collect.cgroups.exclude", "Do not serve the series of the cgroups whose id matches this anchored RE2 regular expression, such as '/system\\.slice(/.*)?' for that subtree; repeat for more. Excluded cgroups' time still counts in their served ancestors.").PlaceHolder(`""`).StringsVar(&s.exclude)
+	intFlag(cmd, "collect.cgroups.max-depth", "Serve the series of cgroups at most this deep (/ is 0, /kubepods.slice 1); -1 serves every depth.", "-1", &s.maxDepth, -1, 1000)
+}
+
+// compile checks and compiles the selection, naming the flag of a pattern
+// that does not compile.
+func (s *selectionConfig) compile() error {
+	for flag, pats := range map[string][]string{"collect.cgroups.include": s.include, "collect.cgroups.exclude": s.exclude} {
+		for _, p := range pats {
+			if _, err := collector.CompileSelection([]string{p}, nil, -1); err != nil {
+				return fmt.Errorf("--%s=%q: %v", flag, p, err)
+			}
+		}
+	}
+	if len(s.include) == 0 && len(s.exclude) == 0 && s.maxDepth < 0 {
+		return nil // every cgroup: no selection to run
+	}
+	var err error
+	s.compiled, err = collector.CompileSelection(s.include, s.exclude, s.maxDepth)
+	return err
 }

@@ -78,3 +78,21 @@ func TestFlagsAccepted(t *testing.T) {
 		d.stop(t)
 	}
 }
+
+func TestSelectionFlags(t *testing.T) {
+	none := selectionConfig{maxDepth: -1}
+	if err := none.compile(); err != nil || none.compiled != nil {
+		t.Errorf("no selection flags: %v, %v; want no selection to run", none.compiled, err)
+	}
+	bad := selectionConfig{exclude: []string{"/a", "(x"}, maxDepth: -1}
+	if err := bad.compile(); err == nil || !strings.Contains(err.Error(), `--collect.cgroups.exclude="(x"`) {
+		t.Errorf("a bad pattern: %v, want an error naming the flag and the pattern", err)
+	}
+	sel := selectionConfig{include: []string{"/kubepods.*"}, maxDepth: 2}
+	if err := sel.compile(); err != nil {
+		t.Fatal(err)
+	}
+	if !sel.compiled.Selected("/kubepods/pod1") || sel.compiled.Selected("/kubepods/pod1/c") || sel.compiled.Selected("/system.slice") {
+		t.Errorf("selection %+v picks the wrong cgroups", sel.compiled)
+	}
+}

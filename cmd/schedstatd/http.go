@@ -11,7 +11,6 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	versioncollector "github.com/prometheus/client_golang/prometheus/collectors/version"
-	"github.com/prometheus/client_golang/prometheus/promhttp"
 	"github.com/prometheus/common/version"
 	"github.com/prometheus/exporter-toolkit/web"
 	"github.com/schedstatd/schedstatd/collector"
@@ -27,21 +26,16 @@ const maxPassWait = 10 * time.Second
 func newMux(cfg *config, poller *collector.Poller, logger *slog.Logger, opts []collector.Option, extra ...prometheus.Collector) http.Handler {
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(
-		collector.NewExporter(poller, opts...),
 		poller.Duration(),
 		versioncollector.NewCollector("schedstatd"),
 		collectors.NewGoCollector(),
 		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
 	)
 	reg.MustRegister(extra...)
-	metrics := promhttp.HandlerFor(reg, promhttp.HandlerOpts{
-		ErrorLog:      slog.NewLogLogger(logger.Handler(), slog.LevelError),
-		ErrorHandling: promhttp.ContinueOnError,
-		// Scrapers that ask for OpenMetrics (Accept:
-		// application/openmetrics-text) get it, with created timestamps
-		// left out; others get the text format.
-		EnableOpenMetrics: true,
-	})
+	// Scrapers that ask for OpenMetrics (Accept:
+	// application/openmetrics-text) get it, with created timestamps left
+	// out; others get the text format, or protobuf if they ask.
+	metrics := collector.NewExporter(poller, opts...).Handler(reg, logger)
 
 	mux := http.NewServeMux()
 	mux.Handle(cfg.metricsPath, readOnly(limit(cfg.maxRequests, fresh(poller, metrics, logger))))

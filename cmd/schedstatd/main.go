@@ -57,6 +57,8 @@ type config struct {
 	// latency and preemption turn on the sched_switch program's
 	// histogram and preemption attribution (flags.go).
 	latency, preemption bool
+	// selection picks the cgroups whose series are served (flags.go).
+	selection selectionConfig
 }
 
 func main() {
@@ -133,11 +135,15 @@ func addServeFlags(cmd *kingpin.CmdClause, cfg *config) {
 	cmd.Flag("container-runtime-endpoint", "CRI socket of the container runtime, for the container, pod, namespace and image labels: auto takes the first of "+strings.Join(cri.DefaultEndpoints, ", ")+" that exists; none turns the lookup off.").Default(cri.Auto).StringVar(&cfg.runtimeEndpoint)
 	addStateFlags(cmd, &cfg.state)
 	addSchedLatFlags(cmd, cfg)
+	addSelectionFlags(cmd, &cfg.selection)
 }
 
 // check refuses flag values that parse but cannot be served.
 func (cfg *config) check() error {
 	if err := checkTelemetryPath(cfg.metricsPath); err != nil {
+		return err
+	}
+	if err := cfg.selection.compile(); err != nil {
 		return err
 	}
 	return checkListenAddresses(*cfg.web.WebListenAddresses)
@@ -208,7 +214,7 @@ func serve(cfg *config, logger *slog.Logger) error {
 	go src.pairs.Run(ctx, cfg.interval)
 
 	server := &http.Server{
-		Handler:           src.withPreemptions(newMux(cfg, poller, logger, src.exporterOptions(), append(src.collectors(poller), keeper)...), cfg, poller),
+		Handler:           src.withPreemptions(newMux(cfg, poller, logger, append(src.exporterOptions(), collector.WithSelection(cfg.selection.compiled)), append(src.collectors(poller), keeper)...), cfg, poller),
 		ReadHeaderTimeout: cfg.headerWait,
 		ReadTimeout:       30 * time.Second,
 		IdleTimeout:       2 * time.Minute,
