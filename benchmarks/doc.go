@@ -13,7 +13,12 @@
 //     and 8 levels deep, against handlers that re-read every level.
 //   - BenchmarkOpen: the first sight of a task, and a read without a kept
 //     fd, for threads of processes of 100 to 10,000 threads.
-//   - BenchmarkMetrics: the /metrics render of 1,000 cgroups.
+//   - BenchmarkMetrics: the /metrics render of 1,000 and 5,000 cgroups,
+//     written straight into the response, against client_golang's
+//     registry and expfmt.
+//   - BenchmarkDaemon: the real daemon binary over real threads and
+//     cgroups for a minute (make bench-daemon), beside the procfs source
+//     and a cAdvisor-style reader in the same run.
 //
 // The real-thread benchmarks time a pass two ways: back to back, and as
 // the daemon runs it, one pass after a sleep, timed by the process's CPU
