@@ -12,7 +12,7 @@ BIN      ?= schedstatd
 PKGS     ?= ./...
 BENCHOUT ?= bench.txt
 
-.PHONY: all build run test test-host test-deps test-kernels kernel-deps test-kubelet test-known-gaps test-short vet staticcheck lint fmt-check fuzz fuzz-smoke soak bench bench-smoke update-golden tidy-check clean
+.PHONY: all build run test test-host test-deps test-kernels kernel-deps test-kubelet test-known-gaps test-short vet staticcheck lint fmt-check fuzz fuzz-smoke soak bench bench-smoke bench-daemon update-golden tidy-check clean
 
 all: build
 
@@ -154,6 +154,18 @@ bench:
 # each, so the real-thread ones start no more than 2,000 threads.
 bench-smoke:
 	$(GO) test -run '^$$' -bench . -benchtime=1x -benchmem -short -timeout 10m $(PKGS)
+
+# bench-daemon runs the real daemon binary over real threads and cgroups,
+# BENCH_DAEMON (60s) per design: the default source, the procfs source and
+# a cAdvisor-style reader, one after another, over 10,000 threads in 100
+# cgroups and 20,000 threads in 5,000 cgroups, and prints a table (see
+# benchmarks/PERFORMANCE.md). It needs root and takes about ten minutes;
+# make test leaves it out (bench-smoke runs its small size once).
+# SCHEDSTATD_BENCH_WORKLOADS and SCHEDSTATD_BENCH_DESIGNS pick by name
+# prefix, SCHEDSTATD_BENCH_SCRAPE sets the scrape interval (10s).
+BENCH_DAEMON ?= 60s
+bench-daemon: build
+	SCHEDSTATD_BIN=$(abspath $(BIN)) SCHEDSTATD_BENCH_DAEMON=$(BENCH_DAEMON) $(GO) test -run '^$$' -bench '^BenchmarkDaemon$$' -benchtime=1x -timeout 60m ./benchmarks/
 
 update-golden:
 	$(GO) test ./... -run Golden -update

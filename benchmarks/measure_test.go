@@ -11,6 +11,7 @@ import (
 
 func TestMain(m *testing.M) {
 	testproc.Main()
+	cadvisorMain()
 	os.Exit(m.Run())
 }
 

@@ -31,8 +31,8 @@ var _ container.TaskOpener = Opener{}
 
 // FDBudget bounds the number of fds kept open, by an Opener for its tasks
 // and by the cgroup walk for its counter files (it is a
-// cgroupfs.FDKeeper), and counts the tasks read without one. Whoever asks
-// first while there is room keeps an fd. It is used by the goroutine that
+// cgroupfs.FDKeeper, for up to a quarter of Max), and counts the tasks
+// read without one. Whoever asks first while there is room keeps an fd. It is used by the goroutine that
 // owns the table, except Kept, CgroupKept and Unkept, which any goroutine
 // may call.
 type FDBudget struct {
@@ -57,10 +57,18 @@ func (b *FDBudget) CgroupKept() int { return int(b.cgroups.Load()) }
 // room reports whether one more fd fits in the budget.
 func (b *FDBudget) room() bool { return b.Kept()+b.CgroupKept() < b.Max }
 
+// cgroupShare bounds the cgroup counter files to a part of the budget
+// (a quarter): a task's kept fd saves as much per pass as a cgroup file's
+// (an open and a close), and it also tells an exited task from a new one
+// that took its id, so tasks may use the whole budget and cgroup files a
+// share of it.
+const cgroupShare = 4
+
 // KeepCgroupFD implements cgroupfs.FDKeeper: a cgroup counter file may be
-// kept while the budget has room.
+// kept while the budget has room and the cgroup files hold less than a
+// quarter of it.
 func (b *FDBudget) KeepCgroupFD() bool {
-	if !b.room() {
+	if !b.room() || b.CgroupKept() >= b.Max/cgroupShare {
 		return false
 	}
 	b.cgroups.Add(1)

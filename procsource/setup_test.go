@@ -61,3 +61,24 @@ func TestSharedBudget(t *testing.T) {
 		t.Errorf("SharedBudget(1) = %d, SharedBudget(4) = %d: want a positive budget and a quarter of it", one.Max, four.Max)
 	}
 }
+
+// TestBudgetSharedWithCgroups: cgroup counter files take at most a
+// quarter of the budget, tasks the rest and whatever cgroups leave.
+func TestBudgetSharedWithCgroups(t *testing.T) {
+	b := &FDBudget{Max: 8}
+	n := 0
+	for b.KeepCgroupFD() {
+		n++
+	}
+	if n != 2 || b.CgroupKept() != 2 {
+		t.Fatalf("%d cgroup fds kept of a budget of 8, want 2", n)
+	}
+	b.kept.Add(6)
+	if b.room() {
+		t.Error("6 task fds and 2 cgroup fds: the budget of 8 has room left")
+	}
+	b.ReleaseCgroupFD()
+	if !b.room() || b.CgroupKept() != 1 {
+		t.Errorf("after a release: room %v, %d cgroup fds", b.room(), b.CgroupKept())
+	}
+}

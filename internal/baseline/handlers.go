@@ -20,6 +20,7 @@ type Handlers struct {
 
 type handler struct {
 	m    *PidMap
+	last schedstat.Stat // totals of the last update that succeeded
 	seen uint64
 }
 
@@ -37,11 +38,15 @@ func NewFlat(read ReadFunc) *Handlers {
 }
 
 // Pass updates the handler of every cgroup in l, making handlers for new
-// cgroups and dropping those of cgroups l no longer lists. It stops at the
-// first failed update.
+// cgroups and dropping those of cgroups l no longer lists. A handler whose
+// update fails (a task gone between the listing and its read) keeps its
+// last totals and the pass goes on with the next, as cAdvisor logs a
+// container's failed housekeeping and goes on; the first error is
+// returned.
 func (h *Handlers) Pass(l *cgroupfs.Listing) error {
 	h.pass++
 	h.Totals = h.Totals[:0]
+	var first error
 	for i := range l.Cgroups {
 		c := &l.Cgroups[i]
 		hd := h.byPath[c.Path]
@@ -56,8 +61,12 @@ func (h *Handlers) Pass(l *cgroupfs.Listing) error {
 		}
 		total, err := hd.m.Update(pids)
 		if err != nil {
-			return err
+			total = hd.last
+			if first == nil {
+				first = err
+			}
 		}
+		hd.last = total
 		h.Totals = append(h.Totals, total)
 	}
 	for p, hd := range h.byPath {
@@ -65,7 +74,7 @@ func (h *Handlers) Pass(l *cgroupfs.Listing) error {
 			delete(h.byPath, p)
 		}
 	}
-	return nil
+	return first
 }
 
 // subtreeTIDs returns the tasks of cgroup i and all its descendants, as
