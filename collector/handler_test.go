@@ -306,3 +306,33 @@ func TestRenderAllocatesNothing(t *testing.T) {
 		t.Errorf("after a snapshot of 3 cgroups the label cache holds %d", n)
 	}
 }
+
+// TestSelectionExamples checks the patterns the README gives on the paths
+// kubelet makes with the systemd and cgroupfs drivers.
+func TestSelectionExamples(t *testing.T) {
+	const (
+		pod = "/kubepods.slice/kubepods-burstable.slice/kubepods-burstable-pod1b2c3d4e_5f60_7182_93a4_b5c6d7e8f901.slice"
+		ctr = pod + "/cri-containerd-" + ctrID + ".scope"
+		fs  = "/kubepods/burstable/pod1b2c3d4e-5f60-7182-93a4-b5c6d7e8f901/" + ctrID
+	)
+	for _, tc := range []struct {
+		include, exclude []string
+		depth            int
+		want             map[string]bool
+	}{
+		{[]string{"/kubepods.*"}, nil, -1, map[string]bool{"/": false, pod: true, ctr: true, fs: true, "/system.slice": false}},
+		{nil, []string{`/(system|user)\.slice(/.*)?`}, -1, map[string]bool{"/": true, pod: true, "/system.slice": false, "/system.slice/kubelet.service": false, "/user.slice/user-0.slice": false, "/system.slicex": true}},
+		{nil, []string{`.*/[a-z-]*-?[0-9a-f]{64}(\.scope)?`}, -1, map[string]bool{pod: true, ctr: false, fs: false, "/kubepods/burstable/pod1b2c3d4e-5f60-7182-93a4-b5c6d7e8f901": true}},
+		{nil, nil, 2, map[string]bool{"/kubepods.slice/kubepods-burstable.slice": true, pod: false, "/kubepods.slice/kubepods-pod1b2c3d4e_5f60_7182_93a4_b5c6d7e8f901.slice": true}},
+	} {
+		sel, err := CompileSelection(tc.include, tc.exclude, tc.depth)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for path, want := range tc.want {
+			if got := sel.Selected(path); got != want {
+				t.Errorf("include %q exclude %q depth %d: Selected(%q) = %v, want %v", tc.include, tc.exclude, tc.depth, path, got, want)
+			}
+		}
+	}
+}
