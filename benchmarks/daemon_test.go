@@ -33,6 +33,10 @@ const (
 	// prefix, comma separated.
 	envWorkloads = "SCHEDSTATD_BENCH_WORKLOADS"
 	envDesigns   = "SCHEDSTATD_BENCH_DESIGNS"
+	// envPerf, set to a directory, records a perf profile (call graphs,
+	// kernel and user) of each design for 20 s after its measured run,
+	// into <dir>/<workload>-<design>.perf.data; read it with perf report.
+	envPerf = "SCHEDSTATD_BENCH_PERF"
 )
 
 // daemonWorkload is a node for BenchmarkDaemon: sleeping threads dealt
@@ -42,8 +46,6 @@ type daemonWorkload struct {
 	name                  string
 	threads, pods, perPod int
 }
-
-func (w daemonWorkload) cgroups() int { return w.pods * (1 + w.perPod) }
 
 // daemonDesign is what runs over a workload: the daemon with some flags,
 // or the cAdvisor-style reader.
@@ -280,6 +282,9 @@ func runDesign(b *testing.B, bin string, w daemonWorkload, threads int, d daemon
 	s1 := sampleOf(b, pid)
 	passes1 := p.metricValue("schedstatd_collections_total")
 	rss, peak := memory(b, pid)
+	if dir := os.Getenv(envPerf); dir != "" {
+		profile(b, dir, w.name+"-"+d.name, pid, p, scrapeEvery)
+	}
 	wall := s1.when.Sub(s0.when).Seconds()
 	cpu := float64(s1.cpuTicks-s0.cpuTicks) / userHZ
 	row := daemonRow{workload: w.name, design: d.name, cpuPct: 100 * cpu / wall,
@@ -331,4 +336,23 @@ func medianOf(ds []time.Duration) time.Duration {
 		return 0
 	}
 	return median(slices.Clone(ds))
+}
+
+// profile records perf call graphs of the process pid for 20 s, scraping
+// it as the measured run did, into dir.
+func profile(b *testing.B, dir, name string, pid int, p *process, scrapeEvery time.Duration) {
+	out := filepath.Join(dir, strings.ReplaceAll(name, "/", "-")+".perf.data")
+	cmd := exec.Command("perf", "record", "-g", "-F", "999", "-p", strconv.Itoa(pid), "-o", out, "--", "sleep", "20")
+	cmd.Stderr = os.Stderr
+	if err := cmd.Start(); err != nil {
+		b.Fatalf("perf: %v", err)
+	}
+	for end := time.Now().Add(20 * time.Second); time.Now().Before(end); {
+		time.Sleep(min(scrapeEvery, time.Until(end)))
+		p.scrape()
+	}
+	if err := cmd.Wait(); err != nil {
+		b.Fatalf("perf record: %v", err)
+	}
+	b.Logf("perf profile of %s: %s", name, out)
 }
