@@ -162,7 +162,8 @@ bench-smoke:
 # benchmarks/PERFORMANCE.md). It needs root and takes about ten minutes;
 # make test leaves it out (bench-smoke runs its small size once).
 # SCHEDSTATD_BENCH_WORKLOADS and SCHEDSTATD_BENCH_DESIGNS pick by name
-# prefix, SCHEDSTATD_BENCH_SCRAPE sets the scrape interval (10s).
+# (threads=20000, schedstatd-procfs), SCHEDSTATD_BENCH_SCRAPE sets the
+# scrape interval (10s), SCHEDSTATD_BENCH_PERF=<dir> records perf profiles.
 BENCH_DAEMON ?= 60s
 bench-daemon: build
 	SCHEDSTATD_BIN=$(abspath $(BIN)) SCHEDSTATD_BENCH_DAEMON=$(BENCH_DAEMON) $(GO) test -run '^$$' -bench '^BenchmarkDaemon$$' -benchtime=1x -timeout 60m ./benchmarks/

@@ -29,8 +29,8 @@ const (
 	envBinary = "SCHEDSTATD_BIN"
 	// envScrape is the time between scrapes (default 10s).
 	envScrape = "SCHEDSTATD_BENCH_SCRAPE"
-	// envWorkloads and envDesigns pick workloads and designs by name
-	// prefix, comma separated.
+	// envWorkloads and envDesigns pick workloads and designs by name,
+	// comma separated (see picked).
 	envWorkloads = "SCHEDSTATD_BENCH_WORKLOADS"
 	envDesigns   = "SCHEDSTATD_BENCH_DESIGNS"
 	// envPerf, set to a directory, records a perf profile (call graphs,
@@ -148,15 +148,17 @@ func BenchmarkDaemon(b *testing.B) {
 	printDaemonTable(os.Stdout, rows, run, scrapeEvery)
 }
 
-// picked reports whether name is picked by the comma-separated prefixes
-// in the environment variable env; all are when it is unset.
+// picked reports whether name is picked by the comma-separated names in
+// the environment variable env, each the whole name or the part before a
+// slash ("threads=20000" picks "threads=20000/cgroups=5000"); all are
+// when it is unset.
 func picked(env, name string) bool {
 	s := os.Getenv(env)
 	if s == "" {
 		return true
 	}
 	for _, p := range strings.Split(s, ",") {
-		if strings.HasPrefix(name, p) {
+		if name == p || strings.HasPrefix(name, p+"/") {
 			return true
 		}
 	}
