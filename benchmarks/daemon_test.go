@@ -64,6 +64,10 @@ type daemonRow struct {
 	rssMiB, peakMiB                  float64
 	scrapeMs, scrapeMaxMs, scrapeKiB float64
 	scrapes                          int
+	// load is the machine's 1-minute load average at the start and the
+	// end of the run: other work on a shared machine slows a pass down
+	// and leaves a CPU-bound design less than the CPU it would take.
+	load [2]float64
 }
 
 // BenchmarkDaemon runs the real daemon binary over real sleeping threads
@@ -269,6 +273,7 @@ func runDesign(b *testing.B, bin string, w daemonWorkload, threads int, d daemon
 	time.Sleep(3 * time.Second)
 	pid := cmd.Process.Pid
 	passes0 := p.metricValue("schedstatd_collections_total")
+	load0 := loadAverage(b)
 	s0 := sampleOf(b, pid)
 	var times []time.Duration
 	var maxTime time.Duration
@@ -291,7 +296,8 @@ func runDesign(b *testing.B, bin string, w daemonWorkload, threads int, d daemon
 	cpu := float64(s1.cpuTicks-s0.cpuTicks) / userHZ
 	row := daemonRow{workload: w.name, design: d.name, cpuPct: 100 * cpu / wall,
 		rssMiB: float64(rss) / (1 << 20), peakMiB: float64(peak) / (1 << 20),
-		scrapeMs: ms(medianOf(times)), scrapeMaxMs: ms(maxTime), scrapeKiB: float64(size) / 1024, scrapes: len(times)}
+		scrapeMs: ms(medianOf(times)), scrapeMaxMs: ms(maxTime), scrapeKiB: float64(size) / 1024, scrapes: len(times),
+		load: [2]float64{load0, loadAverage(b)}}
 	for name, t1 := range s1.bpf {
 		dt := (t1 - s0.bpf[name]).Seconds()
 		// An iterator's program runs in the read that drives it, in the
@@ -302,13 +308,7 @@ func runDesign(b *testing.B, bin string, w daemonWorkload, threads int, d daemon
 			row.bpfOutPct += 100 * dt / wall
 		}
 	}
-	if passes0 >= 0 && passes1 > passes0 {
-		row.passes = passes1 - passes0
-	} else {
-		// The cAdvisor-style reader runs one pass a second and one per
-		// scrape.
-		row.passes = wall + float64(len(times))
-	}
+	row.passes = max(passes1-passes0, 1)
 	row.cpuMsPerPass = 1000 * cpu / row.passes
 	row.nsPerThread = 1e9 * cpu / row.passes / float64(threads)
 	b.Logf("%s over %s: %+v", d.name, w.name, row)
@@ -323,11 +323,11 @@ func printDaemonTable(w io.Writer, rows []daemonRow, run, scrapeEvery time.Durat
 		return
 	}
 	fmt.Fprintf(w, "\nBenchmarkDaemon: each design %v, scraped every %v (OpenMetrics, gzip), --collect.interval=1s\n\n", run, scrapeEvery)
-	fmt.Fprintln(w, "| workload | design | CPU % of a core | BPF % in its CPU | BPF % outside it | CPU ms/pass | CPU ns/thread/pass | RSS MiB (peak) | scrape ms median (max) | scrape KiB |")
-	fmt.Fprintln(w, "|---|---|---|---|---|---|---|---|---|---|")
+	fmt.Fprintln(w, "| workload | design | CPU % of a core | BPF % in its CPU | BPF % outside it | passes | CPU ms/pass | CPU ns/thread/pass | RSS MiB (peak) | scrape ms median (max) | scrape KiB | load avg |")
+	fmt.Fprintln(w, "|---|---|---|---|---|---|---|---|---|---|---|---|")
 	for _, r := range rows {
-		fmt.Fprintf(w, "| %s | %s | %.3f | %.3f | %.3f | %.2f | %.0f | %.1f (%.1f) | %.1f (%.1f) | %.0f |\n",
-			r.workload, r.design, r.cpuPct, r.bpfInPct, r.bpfOutPct, r.cpuMsPerPass, r.nsPerThread, r.rssMiB, r.peakMiB, r.scrapeMs, r.scrapeMaxMs, r.scrapeKiB)
+		fmt.Fprintf(w, "| %s | %s | %.3f | %.3f | %.3f | %.0f | %.2f | %.0f | %.1f (%.1f) | %.1f (%.1f) | %.0f | %.1f-%.1f |\n",
+			r.workload, r.design, r.cpuPct, r.bpfInPct, r.bpfOutPct, r.passes, r.cpuMsPerPass, r.nsPerThread, r.rssMiB, r.peakMiB, r.scrapeMs, r.scrapeMaxMs, r.scrapeKiB, r.load[0], r.load[1])
 	}
 	fmt.Fprintln(w)
 }
@@ -357,4 +357,14 @@ func profile(b *testing.B, dir, name string, pid int, p *process, scrapeEvery ti
 		b.Fatalf("perf record: %v", err)
 	}
 	b.Logf("perf profile of %s: %s", name, out)
+}
+
+// loadAverage returns the machine's 1-minute load average.
+func loadAverage(tb testing.TB) float64 {
+	b, err := os.ReadFile("/proc/loadavg")
+	if err != nil {
+		tb.Fatal(err)
+	}
+	v, _ := strconv.ParseFloat(strings.Fields(string(b))[0], 64)
+	return v
 }
