@@ -270,7 +270,7 @@ func BenchmarkWalkKernelFiles(b *testing.B) {
 		{"bandwidth+pressure", kernelFiles{bandwidth: bw, pressure: psi}, false},
 		// The same three files of every cgroup held open and read with
 		// one pread each.
-		{"bandwidth+pressure/kept", kernelFiles{bandwidth: bw, pressure: psi}, true},
+		{"bandwidth+pressure+kept", kernelFiles{bandwidth: bw, pressure: psi}, true},
 	} {
 		b.Run(tc.name, func(b *testing.B) {
 			h := newHierarchy(lay)
