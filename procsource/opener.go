@@ -31,13 +31,17 @@ var _ container.TaskOpener = Opener{}
 
 // FDBudget bounds the number of fds kept open, by an Opener for its tasks
 // and by the cgroup walk for its counter files (it is a
-// cgroupfs.FDKeeper, for up to a quarter of Max), and counts the tasks
+// cgroupfs.FDKeeper, for up to Max/CgroupShare), and counts the tasks
 // read without one. Whoever asks first while there is room keeps an fd. It is used by the goroutine that
 // owns the table, except Kept, CgroupKept and Unkept, which any goroutine
 // may call.
 type FDBudget struct {
 	// Max is the number of task and cgroup fds that may be kept open.
 	Max int
+	// CgroupShare, above 1, bounds the cgroup counter files to
+	// Max/CgroupShare; 0 or 1 lets them take the whole budget, as when
+	// no task keeps an fd (the task iterator is the source).
+	CgroupShare int
 	// Logger, if not nil, is told once when the first task goes without
 	// a kept fd.
 	Logger *slog.Logger
@@ -57,18 +61,18 @@ func (b *FDBudget) CgroupKept() int { return int(b.cgroups.Load()) }
 // room reports whether one more fd fits in the budget.
 func (b *FDBudget) room() bool { return b.Kept()+b.CgroupKept() < b.Max }
 
-// cgroupShare bounds the cgroup counter files to a part of the budget
-// (a quarter): a task's kept fd saves as much per pass as a cgroup file's
-// (an open and a close), and it also tells an exited task from a new one
-// that took its id, so tasks may use the whole budget and cgroup files a
-// share of it.
-const cgroupShare = 4
+// DefaultCgroupShare is the CgroupShare New sets: cgroup counter files
+// may hold a quarter of the budget. A task's kept fd saves as much per
+// pass as a cgroup file's (an open and a close), and it also tells an
+// exited task from a new one that took its id, so tasks may use the whole
+// budget and cgroup files a share of it.
+const DefaultCgroupShare = 4
 
 // KeepCgroupFD implements cgroupfs.FDKeeper: a cgroup counter file may be
-// kept while the budget has room and the cgroup files hold less than a
-// quarter of it.
+// kept while the budget has room and the cgroup files hold less than
+// Max/CgroupShare of it.
 func (b *FDBudget) KeepCgroupFD() bool {
-	if !b.room() || b.CgroupKept() >= b.Max/cgroupShare {
+	if !b.room() || b.CgroupShare > 1 && b.CgroupKept() >= b.Max/b.CgroupShare {
 		return false
 	}
 	b.cgroups.Add(1)

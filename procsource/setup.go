@@ -32,7 +32,7 @@ func New(c Config) (Opener, error) {
 	if hidden {
 		c.Logger.Error("procfs hides other users' tasks (mounted with hidepid): their time cannot be read and each such read is counted in schedstatd_read_errors_total{reason=\"permission\"}; run as root, join the procfs gid= group, or mount procfs without hidepid", "path", c.Root)
 	}
-	budget := &FDBudget{Max: fdBudget(raiseFDLimit(c.Logger)), Logger: c.Logger}
+	budget := &FDBudget{Max: fdBudget(raiseFDLimit(c.Logger)), CgroupShare: DefaultCgroupShare, Logger: c.Logger}
 	if c.CgroupRoot != "" {
 		m, ok, err := cgroupfs.SelfMemoryLimit(c.CgroupRoot)
 		switch {

@@ -65,7 +65,7 @@ func TestSharedBudget(t *testing.T) {
 // TestBudgetSharedWithCgroups: cgroup counter files take at most a
 // quarter of the budget, tasks the rest and whatever cgroups leave.
 func TestBudgetSharedWithCgroups(t *testing.T) {
-	b := &FDBudget{Max: 8}
+	b := &FDBudget{Max: 8, CgroupShare: DefaultCgroupShare}
 	n := 0
 	for b.KeepCgroupFD() {
 		n++
@@ -80,5 +80,18 @@ func TestBudgetSharedWithCgroups(t *testing.T) {
 	b.ReleaseCgroupFD()
 	if !b.room() || b.CgroupKept() != 1 {
 		t.Errorf("after a release: room %v, %d cgroup fds", b.room(), b.CgroupKept())
+	}
+}
+
+// TestBudgetWholeForCgroups: with no share set, as when the task iterator
+// is the source and no task keeps an fd, cgroup files take it all.
+func TestBudgetWholeForCgroups(t *testing.T) {
+	b := &FDBudget{Max: 8}
+	n := 0
+	for b.KeepCgroupFD() {
+		n++
+	}
+	if n != 8 {
+		t.Errorf("%d cgroup fds kept of a budget of 8 with no share, want 8", n)
 	}
 }

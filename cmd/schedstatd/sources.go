@@ -66,8 +66,7 @@ func openSources(cfg *config, logger *slog.Logger) (*sources, error) {
 		return nil, err
 	}
 	// The walk keeps each cgroup's counter files open out of the same
-	// budget as the task fds; it lists first, so cgroups take theirs
-	// first, a few per cgroup.
+	// budget as the task fds (a quarter of it while tasks keep fds too).
 	h.KeepFiles(procs.Budget)
 	src.lister, src.tasks, src.fds, src.hier = h, procs, procs.Budget, h
 	if src.iter, err = taskiter.Select(iterMode(cfg.collectSource), taskiter.Options{Hierarchy: h}, logger); err != nil {
@@ -75,6 +74,9 @@ func openSources(cfg *config, logger *slog.Logger) (*sources, error) {
 	}
 	if src.iter != nil {
 		src.lister, src.tasks = src.iter.Lister(), src.iter.Opener()
+		// No task keeps an fd: the cgroups' counter files may take the
+		// whole budget.
+		procs.Budget.CgroupShare = 0
 	}
 
 	if src.exits, err = exitcapture.Select(loadmode.Mode(cfg.exitCapture), exitcapture.Options{Hierarchy: h}, logger); err != nil {
