@@ -57,11 +57,14 @@ type daemonDesign struct {
 
 // daemonRow is one line of BenchmarkDaemon's table.
 type daemonRow struct {
-	workload, design                 string
-	cpuPct, bpfInPct, bpfOutPct      float64
-	passes                           float64
-	cpuMsPerPass, nsPerThread        float64
-	rssMiB, peakMiB                  float64
+	workload, design            string
+	cpuPct, bpfInPct, bpfOutPct float64
+	passes                      float64
+	cpuMsPerPass, nsPerThread   float64
+	rssMiB, peakMiB             float64
+	// heapMiB is the Go heap in use (go_memstats_heap_inuse_bytes), for
+	// the daemon.
+	heapMiB                          float64
 	scrapeMs, scrapeMaxMs, scrapeKiB float64
 	scrapes                          int
 	// load is the machine's 1-minute load average at the start and the
@@ -289,6 +292,7 @@ func runDesign(b *testing.B, bin string, w daemonWorkload, threads int, d daemon
 	s1 := sampleOf(b, pid)
 	passes1 := p.metricValue("schedstatd_collections_total")
 	rss, peak := memory(b, pid)
+	heap := p.metricValue("go_memstats_heap_inuse_bytes")
 	if dir := os.Getenv(envPerf); dir != "" {
 		profile(b, dir, w.name+"-"+d.name, pid, p, scrapeEvery)
 	}
@@ -297,7 +301,7 @@ func runDesign(b *testing.B, bin string, w daemonWorkload, threads int, d daemon
 	row := daemonRow{workload: w.name, design: d.name, cpuPct: 100 * cpu / wall,
 		rssMiB: float64(rss) / (1 << 20), peakMiB: float64(peak) / (1 << 20),
 		scrapeMs: ms(medianOf(times)), scrapeMaxMs: ms(maxTime), scrapeKiB: float64(size) / 1024, scrapes: len(times),
-		load: [2]float64{load0, loadAverage(b)}}
+		load: [2]float64{load0, loadAverage(b)}, heapMiB: max(heap, 0) / (1 << 20)}
 	for name, t1 := range s1.bpf {
 		dt := (t1 - s0.bpf[name]).Seconds()
 		// An iterator's program runs in the read that drives it, in the
@@ -323,11 +327,11 @@ func printDaemonTable(w io.Writer, rows []daemonRow, run, scrapeEvery time.Durat
 		return
 	}
 	fmt.Fprintf(w, "\nBenchmarkDaemon: each design %v, scraped every %v (OpenMetrics, gzip), --collect.interval=1s\n\n", run, scrapeEvery)
-	fmt.Fprintln(w, "| workload | design | CPU % of a core | BPF % in its CPU | BPF % outside it | passes | CPU ms/pass | CPU ns/thread/pass | RSS MiB (peak) | scrape ms median (max) | scrape KiB | load avg |")
-	fmt.Fprintln(w, "|---|---|---|---|---|---|---|---|---|---|---|---|")
+	fmt.Fprintln(w, "| workload | design | CPU % of a core | BPF % in its CPU | BPF % outside it | passes | CPU ms/pass | CPU ns/thread/pass | RSS MiB (peak) | Go heap MiB | scrape ms median (max) | scrape KiB | load avg |")
+	fmt.Fprintln(w, "|---|---|---|---|---|---|---|---|---|---|---|---|---|")
 	for _, r := range rows {
-		fmt.Fprintf(w, "| %s | %s | %.3f | %.3f | %.3f | %.0f | %.2f | %.0f | %.1f (%.1f) | %.1f (%.1f) | %.0f | %.1f-%.1f |\n",
-			r.workload, r.design, r.cpuPct, r.bpfInPct, r.bpfOutPct, r.passes, r.cpuMsPerPass, r.nsPerThread, r.rssMiB, r.peakMiB, r.scrapeMs, r.scrapeMaxMs, r.scrapeKiB, r.load[0], r.load[1])
+		fmt.Fprintf(w, "| %s | %s | %.3f | %.3f | %.3f | %.0f | %.2f | %.0f | %.1f (%.1f) | %.1f | %.1f (%.1f) | %.0f | %.1f-%.1f |\n",
+			r.workload, r.design, r.cpuPct, r.bpfInPct, r.bpfOutPct, r.passes, r.cpuMsPerPass, r.nsPerThread, r.rssMiB, r.peakMiB, r.heapMiB, r.scrapeMs, r.scrapeMaxMs, r.scrapeKiB, r.load[0], r.load[1])
 	}
 	fmt.Fprintln(w)
 }
