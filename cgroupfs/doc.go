@@ -63,10 +63,29 @@
 //
 // A pass allocates nothing in steady state: each cgroup's path strings and
 // NUL-terminated file names are built once and cached by directory until
-// the cgroup goes; file contents are read with openat/read/close into one
-// buffer that grows to the largest file and is kept; thread ids are parsed
-// by hand into the Listing's reused slices. One goroutine at a time may
-// call List on a Hierarchy.
+// the cgroup goes; file contents are read into one buffer that grows to
+// the largest file and is kept; thread ids are parsed by hand into the
+// Listing's reused slices. One goroutine at a time may call List on a
+// Hierarchy.
+//
+// # Kept counter files
+//
+// Thread lists are opened, read to their end and closed on every pass.
+// The counter files (the CPU counter, cpu.stat for bandwidth,
+// cpu.pressure) can be held open instead (Hierarchy.KeepFiles), for as
+// many fds as an FDKeeper allows, and read with one pread at offset 0 per
+// pass, which makes the kernel show the file afresh (checked on 6.18 for
+// cpuacct.usage, v1 and v2 cpu.stat and cpu.pressure, whose poll triggers
+// are made only by a write). Every cgroup control file is one seq_file
+// record, generated whole before it is copied out, so a read that does
+// not fill the buffer has all of it. A kept fd of a removed cgroup reads
+// ENODEV, also once a cgroup of the same name has been made: the fd is
+// closed and the file opened again by name, which reads the new cgroup or
+// fails with ENOENT, and the rules above apply to that. Each kept fd costs
+// the kernel about 4.4 KiB (measured: 4,456 bytes per cpuacct.usage fd
+// after its first read, 3,000 fds, v1 memory controller), charged to the
+// reader's memory cgroup. Files of cgroups the walk forgets are closed in
+// the pass that forgets them, and Hierarchy.Close closes the rest.
 //
 // # Full walk or inotify
 //

@@ -5,7 +5,10 @@
 // has no fd left, a task is read by open, read and close on every pass, so
 // counting goes on, slower, at any limit. It reads /proc/1/stat once, to
 // tell a procfs mounted with hidepid, where a listed task that cannot be
-// found is a permission error, not an exit.
+// found is a permission error, not an exit. The same budget bounds the
+// cgroup counter files the walk keeps open (FDBudget is a
+// cgroupfs.FDKeeper): a quarter of it while tasks keep fds, all of it
+// when they do not.
 //
 // An Opener belongs to the goroutine that owns the table it feeds; its
 // Collector may be collected from any goroutine.
