@@ -20,7 +20,7 @@ const renderBufferSize = 32 << 10
 
 var (
 	bufPool  = sync.Pool{New: func() any { return bufio.NewWriterSize(nil, renderBufferSize) }}
-	// gzip at its fastest level: it costs about a third of the default
+	// gzip at its fastest level: it costs about half the default
 	// level's CPU on an exposition, which repeats the label sets of
 	// every series and shrinks well at any level.
 	gzipPool = sync.Pool{New: func() any {
