@@ -19,7 +19,7 @@ import (
 const renderBufferSize = 32 << 10
 
 var (
-	bufPool  = sync.Pool{New: func() any { return bufio.NewWriterSize(nil, renderBufferSize) }}
+	bufPool = sync.Pool{New: func() any { return bufio.NewWriterSize(nil, renderBufferSize) }}
 	// gzip at its fastest level: it costs about half the default
 	// level's CPU on an exposition, which repeats the label sets of
 	// every series and shrinks well at any level.
