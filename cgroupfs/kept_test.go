@@ -63,7 +63,13 @@ func TestKeptFilesFreshAndRecreated(t *testing.T) {
 	first := subtree(&l, top)["/a"]
 	var last uint64
 	for i := range 3 {
-		time.Sleep(20 * time.Millisecond) // the spinner runs
+		// The spinner runs: wait until the kernel's counter has moved
+		// past the last pass's, however loaded the machine.
+		for deadline := time.Now().Add(20 * time.Second); usageOf(t, v2, a) <= last; time.Sleep(5 * time.Millisecond) {
+			if time.Now().After(deadline) {
+				t.Fatalf("pass %d: the spinner's cgroup counter stayed at %d for 20 s", i, last)
+			}
+		}
 		lo := usageOf(t, v2, a)
 		if err := h.List(&l); err != nil {
 			t.Fatal(err)
