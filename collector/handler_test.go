@@ -16,6 +16,7 @@ import (
 	dto "github.com/prometheus/client_model/go"
 	"github.com/prometheus/common/expfmt"
 	"github.com/prometheus/common/model"
+	"github.com/schedstatd/schedstatd/schedlat"
 )
 
 // otherRegistry stands for the daemon's other collectors.
@@ -333,6 +334,49 @@ func TestSelectionExamples(t *testing.T) {
 			if got := sel.Selected(path); got != want {
 				t.Errorf("include %q exclude %q depth %d: Selected(%q) = %v, want %v", tc.include, tc.exclude, tc.depth, path, got, want)
 			}
+		}
+	}
+}
+
+// TestHandlerServesSchedLatency turns the latency and preemption series on
+// (as TestSchedLatencySeries does) and scrapes the handler in the text
+// format: they are served beside the directly written series, the same as
+// client_golang gathers them, and left out for the cgroups a selection
+// drops.
+func TestHandlerServesSchedLatency(t *testing.T) {
+	e, _ := fixtureExporter(t)
+	ids := map[string]uint64{}
+	for _, c := range e.poller.Last().Cgroups {
+		ids[c.Path] = c.ID
+	}
+	var c schedlat.Counts
+	c.Buckets[21] = 4
+	c.Waits, c.WaitNanoseconds = 4, 4_000_000
+	c.Same, c.Other, c.Kernel, c.Caused = 1, 5, 2, 7
+	ctr := podSlice + "/cri-containerd-" + ctrID + ".scope"
+	sel, err := CompileSelection(nil, []string{`/kubepods\.slice`}, -1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, s := range []*Selection{nil, sel} {
+		e := NewExporter(e.poller, WithSelection(s), WithSchedLatency(schedlat.NewRollup(fixedCounts{ids[ctr]: c})))
+		others := otherRegistry()
+		want := canonical(t, gathered(t, e, others))
+		if !strings.Contains(want, "container_cpu_schedstat_runqueue_latency_seconds_bucket") || strings.Contains(want, `preemptions_caused_total{container="",id="/kubepods.slice",`) != (s == nil) {
+			t.Fatalf("selection %v: client_golang's families lack the latency series, or the selection:\n%s", s != nil, want)
+		}
+		_, body := scrapeBody(t, e.Handler(others, quietLogger()), map[string]string{"Accept": "text/plain;version=0.0.4"})
+		parser := expfmt.NewTextParser(model.LegacyValidation)
+		parsed, err := parser.TextToMetricFamilies(bytes.NewReader(body))
+		if err != nil {
+			t.Fatalf("parse: %v\n%s", err, body)
+		}
+		var mfs []*dto.MetricFamily
+		for _, mf := range parsed {
+			mfs = append(mfs, mf)
+		}
+		if diff := cmp.Diff(want, canonical(t, mfs)); diff != "" {
+			t.Errorf("selection %v: direct render (-client_golang +direct):\n%s", s != nil, diff)
 		}
 	}
 }
