@@ -293,7 +293,12 @@ func TestThrottledWaitSplit(t *testing.T) {
 		if w.throttled > w.wait+0.1 {
 			t.Errorf("%s: throttled %.3fs exceeds the wait %.3fs: one thread waits through every throttled stretch", c.what, w.throttled, w.wait)
 		}
-		if share < c.lo || share > c.hi {
+		// How the kernel shares CPU 0 between the two cgroups decides
+		// the split; under software emulation (the kernel matrix's VMs,
+		// -short) that varies from run to run (0.05 to 0.23 beside the
+		// four, seen on 5.10), so there the test holds the daemon to
+		// the kernel's files and the quota to binding, not the share.
+		if !testing.Short() && (share < c.lo || share > c.hi) {
 			t.Errorf("%s: contended wait is %.3f of the wait, want %.2f to %.2f", c.what, share, c.lo, c.hi)
 		}
 	}
