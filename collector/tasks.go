@@ -4,11 +4,13 @@ import (
 	"bytes"
 	"cmp"
 	"errors"
+	"fmt"
 	"io"
 	"os"
 	"path/filepath"
 	"slices"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/prometheus/procfs"
@@ -187,4 +189,38 @@ func readCmdline(name string) (string, bool, error) {
 		b = bytes.TrimRight(b, "\x00")
 	}
 	return string(bytes.ReplaceAll(b, []byte{0}, []byte{' '})), cut, nil
+}
+
+// PathOfLabel returns the cgroup path whose label value
+// (cgroupfs.LabelValue) is s: a doubled backslash is one, \xNN the byte
+// NN. A path starts with a slash.
+func PathOfLabel(s string) (string, error) {
+	if !strings.HasPrefix(s, "/") {
+		return "", fmt.Errorf("path %q does not start with /: give the id label, such as /kubepods/burstable/pod<uid>/<container id>", s)
+	}
+	if !strings.Contains(s, `\`) {
+		return s, nil
+	}
+	var b strings.Builder
+	for i := 0; i < len(s); i++ {
+		if s[i] != '\\' {
+			b.WriteByte(s[i])
+			continue
+		}
+		switch {
+		case i+1 < len(s) && s[i+1] == '\\':
+			b.WriteByte('\\')
+			i++
+		case i+3 < len(s) && s[i+1] == 'x':
+			n, err := strconv.ParseUint(s[i+2:i+4], 16, 8)
+			if err != nil {
+				return "", fmt.Errorf("path %q: bad escape %q", s, s[i:i+4])
+			}
+			b.WriteByte(byte(n))
+			i += 3
+		default:
+			return "", fmt.Errorf("path %q: a lone backslash (a label doubles it)", s)
+		}
+	}
+	return b.String(), nil
 }

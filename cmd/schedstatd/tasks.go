@@ -9,7 +9,6 @@ import (
 	"net/http"
 	"net/url"
 	"strconv"
-	"strings"
 	"time"
 
 	"github.com/schedstatd/schedstatd/collector"
@@ -66,7 +65,7 @@ func parseTasksQuery(r *http.Request) (tasksQuery, error) {
 		}
 		return tasksQuery{id: id}, nil
 	case len(paths) == 1:
-		p, err := unlabel(paths[0])
+		p, err := collector.PathOfLabel(paths[0])
 		if err != nil {
 			return tasksQuery{}, err
 		}
@@ -95,39 +94,6 @@ func tasksWait(r *http.Request) time.Duration {
 		}
 	}
 	return wait
-}
-
-// unlabel returns the cgroup path whose label value (cgroupfs.LabelValue)
-// is s: a doubled backslash is one, \xNN the byte NN.
-func unlabel(s string) (string, error) {
-	if !strings.HasPrefix(s, "/") {
-		return "", fmt.Errorf("path %q does not start with /: give the id label, such as /kubepods/burstable/pod<uid>/<container id>", s)
-	}
-	if !strings.Contains(s, `\`) {
-		return s, nil
-	}
-	var b strings.Builder
-	for i := 0; i < len(s); i++ {
-		if s[i] != '\\' {
-			b.WriteByte(s[i])
-			continue
-		}
-		switch {
-		case i+1 < len(s) && s[i+1] == '\\':
-			b.WriteByte('\\')
-			i++
-		case i+3 < len(s) && s[i+1] == 'x':
-			n, err := strconv.ParseUint(s[i+2:i+4], 16, 8)
-			if err != nil {
-				return "", fmt.Errorf("path %q: bad escape %q", s, s[i:i+4])
-			}
-			b.WriteByte(byte(n))
-			i += 3
-		default:
-			return "", fmt.Errorf("path %q: a lone backslash (a label doubles it)", s)
-		}
-	}
-	return b.String(), nil
 }
 
 // ServeHTTP answers 400 to a malformed query, 404 when the pass does not
