@@ -3,19 +3,17 @@ package collector
 import (
 	"bytes"
 	"cmp"
-	"errors"
 	"fmt"
-	"io"
-	"os"
 	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
 	"time"
 
-	"github.com/prometheus/procfs"
 	"github.com/schedstatd/schedstatd/cgroupfs"
 	"github.com/schedstatd/schedstatd/container"
+	"github.com/schedstatd/schedstatd/schedstat"
+	"golang.org/x/sys/unix"
 )
 
 // TasksPath is where the daemon serves the tasks of one cgroup
@@ -46,6 +44,9 @@ type CgroupTasks struct {
 	// Processes are in order of PID, each with its threads in the cgroup
 	// or its descendants.
 	Processes []Process `json:"processes"`
+	// LeftOut counts the threads left out past MaxTasks: those that
+	// waited least since they started.
+	LeftOut int `json:"left_out,omitempty"`
 }
 
 // Process is one process of a CgroupTasks and those of its threads that
@@ -91,15 +92,27 @@ type Thread struct {
 	Timeslices          uint64 `json:"timeslices"`
 }
 
+// MaxTasks bounds the threads of one CgroupTasks: past it, those that
+// waited least are left out and counted in LeftOut, so the answer for a
+// node's root stays a few megabytes and is named in well under a second.
+const MaxTasks = 16384
+
 // NewCgroupTasks names the tasks of the cgroup of kernel id id at path,
 // as a pass that ended at at left them, reading their names from the
-// procfs mounted at procRoot. A task whose start time there differs from
-// the one it was counted with is another task with the same id: it is
-// not named after it. Only the given tasks' files are read, from the
-// caller's goroutine.
+// procfs mounted at procRoot. Each task's files are read through one
+// directory fd on /proc/<tid>, which reads that task or fails once it is
+// reaped, and a task whose start time there is not the one it was counted
+// with is another task with the same id: neither is named after the task
+// that holds the id now. Only the given tasks' files are read, from the
+// caller's goroutine; tasks is reordered.
 func NewCgroupTasks(procRoot string, id uint64, path string, at time.Time, tasks []container.TaskStats) *CgroupTasks {
 	out := &CgroupTasks{ID: id, Path: cgroupfs.LabelValue(path), Time: at, Processes: []Process{}}
-	fs, err := procfs.NewFS(procRoot)
+	if len(tasks) > MaxTasks {
+		slices.SortFunc(tasks, func(a, b container.TaskStats) int { return cmp.Compare(b.Stat.WaitNanoseconds, a.Stat.WaitNanoseconds) })
+		out.LeftOut = len(tasks) - MaxTasks
+		tasks = tasks[:MaxTasks]
+	}
+	buf := make([]byte, statusPrefix)
 	byPID := map[int32]int{}
 	for _, ts := range tasks {
 		th := Thread{
@@ -107,16 +120,14 @@ func NewCgroupTasks(procRoot string, id uint64, path string, at time.Time, tasks
 			RunNanoseconds: ts.Stat.RunNanoseconds, RunqueueNanoseconds: ts.Stat.WaitNanoseconds, Timeslices: ts.Stat.Timeslices,
 		}
 		var pid int32
-		if err == nil {
-			th.Comm, pid = threadNames(fs, ts)
-		}
+		th.Comm, pid = threadNames(procRoot, ts, buf)
 		i, ok := byPID[pid]
 		if !ok {
 			i = len(out.Processes)
 			byPID[pid] = i
 			p := Process{PID: pid}
 			if pid != 0 {
-				p.StartTicks, p.Comm, p.Cmdline, p.CmdlineTruncated = processNames(fs, procRoot, pid)
+				p.StartTicks, p.Comm, p.Cmdline, p.CmdlineTruncated = processNames(procRoot, pid, buf)
 			}
 			out.Processes = append(out.Processes, p)
 		}
@@ -133,62 +144,100 @@ func NewCgroupTasks(procRoot string, id uint64, path string, at time.Time, tasks
 	return out
 }
 
+// statusPrefix is how much of /proc/<tid>/stat, or of status before its
+// Tgid line, is read: both fit with a comm of any length (64 bytes
+// escaped at most).
+const statusPrefix = 1024
+
 // threadNames returns the comm and the process id of the task ts, or
 // nothing when it is gone or its id now belongs to another task.
-func threadNames(fs procfs.FS, ts container.TaskStats) (string, int32) {
-	p, err := fs.Proc(int(ts.TID))
+func threadNames(procRoot string, ts container.TaskStats, buf []byte) (string, int32) {
+	dir, err := unix.Open(filepath.Join(procRoot, strconv.Itoa(int(ts.TID))), unix.O_RDONLY|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
 	if err != nil {
 		return "", 0
 	}
-	st, err := p.Stat()
-	if err != nil || st.Starttime != ts.StartTime {
+	defer unix.Close(dir)
+	comm, start, ok := readStat(dir, buf)
+	if !ok || start != ts.StartTime {
 		return "", 0
 	}
-	status, err := p.NewStatus()
-	if err != nil || status.TGID <= 0 {
-		return cgroupfs.LabelValue(st.Comm), 0
+	n, err := readAt(dir, "status", buf)
+	if err != nil {
+		return comm, 0
 	}
-	// Read again: the id may have been reaped and taken between the two
-	// reads, and status would be the new task's.
-	if again, err := p.Stat(); err != nil || again.Starttime != ts.StartTime {
-		return "", 0
+	_, rest, ok := bytes.Cut(buf[:n], []byte("\nTgid:\t"))
+	if !ok {
+		return comm, 0
 	}
-	return cgroupfs.LabelValue(st.Comm), int32(status.TGID)
+	line, _, _ := bytes.Cut(rest, []byte("\n"))
+	tgid, err := strconv.ParseInt(string(line), 10, 32)
+	if err != nil || tgid <= 0 {
+		return comm, 0
+	}
+	return comm, int32(tgid)
 }
 
 // processNames returns the start time, comm and command line of process
 // pid, each empty when unreadable.
-func processNames(fs procfs.FS, procRoot string, pid int32) (start uint64, comm, cmdline string, cut bool) {
-	if p, err := fs.Proc(int(pid)); err == nil {
-		if st, err := p.Stat(); err == nil {
-			start, comm = st.Starttime, cgroupfs.LabelValue(st.Comm)
-		}
-	}
-	cmdline, cut, _ = readCmdline(filepath.Join(procRoot, strconv.Itoa(int(pid)), "cmdline"))
-	return start, comm, cgroupfs.LabelValue(cmdline), cut
-}
-
-// readCmdline reads at most MaxCmdline bytes of a cmdline file, its
-// arguments joined by spaces, and whether there was more.
-func readCmdline(name string) (string, bool, error) {
-	f, err := os.Open(name)
+func processNames(procRoot string, pid int32, buf []byte) (start uint64, comm, cmdline string, cut bool) {
+	dir, err := unix.Open(filepath.Join(procRoot, strconv.Itoa(int(pid))), unix.O_RDONLY|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
 	if err != nil {
-		return "", false, err
+		return 0, "", "", false
 	}
-	defer f.Close()
-	buf := make([]byte, MaxCmdline+1)
-	n, err := io.ReadFull(f, buf)
-	if err != nil && !errors.Is(err, io.ErrUnexpectedEOF) && !errors.Is(err, io.EOF) {
-		return "", false, err
+	defer unix.Close(dir)
+	comm, start, _ = readStat(dir, buf)
+	cmd := make([]byte, MaxCmdline+1)
+	n, err := readAt(dir, "cmdline", cmd)
+	if err != nil {
+		return start, comm, "", false
 	}
-	b := buf[:n]
-	cut := n > MaxCmdline
-	if cut {
+	b := cmd[:n]
+	if cut = n > MaxCmdline; cut {
 		b = b[:MaxCmdline]
 	} else {
 		b = bytes.TrimRight(b, "\x00")
 	}
-	return string(bytes.ReplaceAll(b, []byte{0}, []byte{' '})), cut, nil
+	return start, comm, cgroupfs.LabelValue(string(bytes.ReplaceAll(b, []byte{0}, []byte{' '}))), cut
+}
+
+// readStat reads the comm (as a label value) and the start time of the
+// task of the /proc/<tid> directory dir.
+func readStat(dir int, buf []byte) (string, uint64, bool) {
+	n, err := readAt(dir, "stat", buf)
+	if err != nil {
+		return "", 0, false
+	}
+	b := buf[:n]
+	start, err := schedstat.ParseStartTime(b)
+	open, end := bytes.IndexByte(b, '('), bytes.LastIndexByte(b, ')')
+	if err != nil || open < 0 || end < open {
+		return "", 0, false
+	}
+	return cgroupfs.LabelValue(string(b[open+1 : end])), start, true
+}
+
+// readAt reads the start of the file name in the directory dir into buf.
+func readAt(dir int, name string, buf []byte) (int, error) {
+	fd, err := unix.Openat(dir, name, unix.O_RDONLY|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return 0, err
+	}
+	defer unix.Close(fd)
+	total := 0
+	for total < len(buf) {
+		n, err := unix.Read(fd, buf[total:])
+		if err == unix.EINTR {
+			continue
+		}
+		if err != nil {
+			return 0, err
+		}
+		if n == 0 {
+			break
+		}
+		total += n
+	}
+	return total, nil
 }
 
 // PathOfLabel returns the cgroup path whose label value

@@ -68,7 +68,8 @@ func Main() {
 // their ids, and exits when stdin closes. Each worker stays locked to its
 // thread when it returns, so the Go runtime ends the thread with it.
 func helper(n int) {
-	tids := make(chan int, n)
+	type worker struct{ i, tid int }
+	tids := make(chan worker, n)
 	release := make(chan struct{})
 	name := os.Getenv(envName)
 	for i := range n {
@@ -78,7 +79,7 @@ func helper(n int) {
 				// A thread may rename the threads of its own process only.
 				os.WriteFile(fmt.Sprintf("/proc/self/task/%d/comm", unix.Gettid()), []byte(name+strconv.Itoa(i)), 0)
 			}
-			tids <- unix.Gettid()
+			tids <- worker{i, unix.Gettid()}
 			for {
 				select {
 				case <-release:
@@ -90,9 +91,11 @@ func helper(n int) {
 			}
 		}()
 	}
+	// In the workers' order, so Workers[i] is the thread named name+i.
 	ids := make([]string, n)
-	for i := range ids {
-		ids[i] = strconv.Itoa(<-tids)
+	for range ids {
+		w := <-tids
+		ids[w.i] = strconv.Itoa(w.tid)
 	}
 	fmt.Println("tids", strings.Join(ids, " "))
 	in := bufio.NewReader(os.Stdin)
