@@ -91,7 +91,16 @@ func write(s *Screen, w io.Writer, width int, format string) error {
 // onceTasks is Once for a drilled-down target: two answers of its cgroups
 // one interval apart (more when the daemon's passes are slower).
 func onceTasks(ctx context.Context, src Source, st State, t *Target, opt Options, w io.Writer, width int, format string) error {
+	deadline := time.Now().Add(maxReadyWait)
 	prev, err := sampleTasks(ctx, src, t.IDs)
+	for errors.Is(err, ErrNotReady) && time.Now().Before(deadline) {
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(opt.Interval):
+		}
+		prev, err = sampleTasks(ctx, src, t.IDs)
+	}
 	if err != nil {
 		return err
 	}

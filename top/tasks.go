@@ -92,6 +92,12 @@ func (h *HTTPSource) Tasks(ctx context.Context, cgroup string) (*collector.Cgrou
 		line, _ := bufio.NewReader(io.LimitReader(resp.Body, 512)).ReadString('\n')
 		return nil, fmt.Errorf("%w %s: %s answered %s: %s", ErrUnknownCgroup, cgroup, where, resp.Status, strings.TrimSpace(line))
 	}
+	if resp.StatusCode == http.StatusServiceUnavailable {
+		// Its pass did not finish in time: a daemon just started on a
+		// node of many threads, or one slower than asked.
+		line, _ := bufio.NewReader(io.LimitReader(resp.Body, 512)).ReadString('\n')
+		return nil, fmt.Errorf("%w: %s answered %s: %s", ErrNotReady, where, resp.Status, strings.TrimSpace(line))
+	}
 	if err := checkStatus(where, resp); err != nil {
 		return nil, err
 	}
