@@ -214,3 +214,19 @@ func TestLiveDrillsDown(t *testing.T) {
 		}
 	}
 }
+
+// TestProcessLabelsKeepTheirID cuts a long command line at its end, so the
+// id stays, and keeps the exited mark.
+func TestProcessLabelsKeepTheirID(t *testing.T) {
+	s := &Screen{View: ViewProcesses, Selected: -1, Rows: []Row{
+		{PID: 4242, Label: "4242 /usr/lib/jvm/java-21/bin/java -Xmx8g -jar /srv/app/very-long-name.jar --port=8080", Known: true},
+		{PID: 4243, Label: "4243 /usr/bin/sidecar --with --many --arguments --that --go --on --and --on", Exited: true},
+	}}
+	lines := s.Table(0)
+	if !strings.HasPrefix(lines[1], "4242 /usr/lib/jvm") || !strings.Contains(lines[1], "...") {
+		t.Errorf("%q", lines[1])
+	}
+	if !strings.HasPrefix(lines[2], "4243 /usr/bin/sidecar") || !strings.Contains(lines[2], "... (exited)") {
+		t.Errorf("%q", lines[2])
+	}
+}

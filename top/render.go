@@ -108,6 +108,7 @@ func (s *Screen) Table(width int) []string {
 		}
 		labelW = max(labelW, cells(labels[i]))
 	}
+	task := s.View == ViewProcesses || s.View == ViewThreads
 	cols := columns
 	if hasLatency(s.Rows) {
 		cols = append(cols[:len(cols):len(cols)], latencyColumns...)
@@ -136,7 +137,13 @@ func (s *Screen) Table(width int) []string {
 	lines = append(lines, cut(b.String(), width))
 	for i, r := range s.Rows {
 		b.Reset()
-		b.WriteString(pad(ellipsis(labels[i], labelW), labelW))
+		if task {
+			// The id and the command's start are what tell a process;
+			// the mark stays.
+			b.WriteString(pad(headEllipsis(labels[i], labelW, s.Rows[i].Exited), labelW))
+		} else {
+			b.WriteString(pad(ellipsis(labels[i], labelW), labelW))
+		}
 		for _, c := range cols {
 			fmt.Fprintf(&b, " %*s", c.width, c.cell(r))
 		}
@@ -281,6 +288,23 @@ func ellipsis(s string, w int) string {
 		return tail(s, w)
 	}
 	return "..." + tail(s, w-3)
+}
+
+// headEllipsis shortens s to at most w cells, keeping its start before
+// "...", and the exited mark at its end if marked.
+func headEllipsis(s string, w int, marked bool) string {
+	if cells(s) <= w {
+		return s
+	}
+	mark := ""
+	if marked {
+		s, mark = strings.TrimSuffix(s, exitedMark), exitedMark
+	}
+	room := w - cells(mark) - 3
+	if room <= 0 {
+		return cut(s, w)
+	}
+	return cut(s, room) + "..." + mark
 }
 
 // tail returns the longest end of s that fits in w cells.

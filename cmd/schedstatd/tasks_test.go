@@ -1,6 +1,8 @@
 package main
 
 import (
+	"crypto/tls"
+	"crypto/x509"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -20,6 +22,7 @@ import (
 	"github.com/schedstatd/schedstatd/internal/testcg"
 	"github.com/schedstatd/schedstatd/internal/testproc"
 	"github.com/schedstatd/schedstatd/schedstat"
+	"golang.org/x/crypto/bcrypt"
 )
 
 // drillWorkload is one test cgroup with three processes: spin, whose 4
@@ -345,5 +348,64 @@ func TestTasksAPIRequestsSharePasses(t *testing.T) {
 	t.Logf("%d concurrent requests ran %.0f passes", n, ran)
 	if ran < 1 || ran > n/5 {
 		t.Errorf("%d concurrent requests ran %.0f passes; want at least 1 and at most %d", n, ran, n/5)
+	}
+}
+
+// TestTasksAPIBehindTLSAndAuth serves the API under the web config of
+// /metrics: TLS, and basic auth that refuses a request without the
+// password; top drills down with the client config that passes both.
+func TestTasksAPIBehindTLSAndAuth(t *testing.T) {
+	e2e.RequireRoot(t)
+	dir := testcg.Make(t, testcg.Default())
+	idle := testproc.StartNamedIn(t, 0, dir, "")
+	id := "/" + filepath.Base(dir)
+	tmp := t.TempDir()
+	cert := selfSigned(t, tmp)
+	hash, err := bcrypt.GenerateFromPassword([]byte("s3cret"), bcrypt.MinCost)
+	if err != nil {
+		t.Fatal(err)
+	}
+	write := func(name, content string) string {
+		p := filepath.Join(tmp, name)
+		if err := os.WriteFile(p, []byte(content), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	web := write("web.yml", "tls_server_config:\n  cert_file: cert.pem\n  key_file: key.pem\nbasic_auth_users:\n  prometheus: "+string(hash)+"\n")
+	good := write("good.yml", "basic_auth:\n  username: prometheus\n  password: s3cret\ntls_config:\n  ca_file: cert.pem\n")
+	d := startDaemon(t, "--web.config.file="+web)
+
+	pool := x509.NewCertPool()
+	pool.AddCert(cert)
+	client := &http.Client{Transport: &http.Transport{TLSClientConfig: &tls.Config{RootCAs: pool}}}
+	u := "https://" + d.addr + collector.TasksPath + "?path=" + url.QueryEscape(id)
+	resp, err := client.Get(u)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusUnauthorized {
+		t.Errorf("without the password: %s, want 401", resp.Status)
+	}
+	req, _ := http.NewRequest("GET", u, nil)
+	req.SetBasicAuth("prometheus", "s3cret")
+	resp, err = client.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out collector.CgroupTasks
+	err = json.NewDecoder(resp.Body).Decode(&out)
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusOK || err != nil {
+		t.Fatalf("with the password: %s, %v", resp.Status, err)
+	}
+	if _, ok := process(out, idle.PID); !ok || out.Path != id {
+		t.Errorf("the answer for %s has not its process %d: %+v", id, idle.PID, out)
+	}
+
+	r := runTop(t, "--once", "--interval=300ms", "--from=https://"+d.addr+"/metrics", "--http.config.file="+good, "--cgroup="+id)
+	if r.code != 0 || !strings.Contains(r.stdout, "view: processes") || rowIndex(strings.Split(r.stdout, "\n"), strconv.Itoa(idle.PID)) < 0 {
+		t.Errorf("top through TLS and auth: exit %d\n%s%s", r.code, r.stdout, r.stderr)
 	}
 }
