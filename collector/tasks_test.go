@@ -45,7 +45,9 @@ func TestNewCgroupTasks(t *testing.T) {
 	fakeProc(t, root, 101, 100, "GC\x1b[31m", 51, "")
 	fakeProc(t, root, 200, 200, "bad\xffname", 60, long)
 	fakeProc(t, root, 300, 300, "newcomer", 999, "newcomer\x00")
-	st := func(run uint64) schedstat.Stat { return schedstat.Stat{RunNanoseconds: run, WaitNanoseconds: 2 * run, Timeslices: 1} }
+	st := func(run uint64) schedstat.Stat {
+		return schedstat.Stat{RunNanoseconds: run, WaitNanoseconds: 2 * run, Timeslices: 1}
+	}
 	tasks := []container.TaskStats{
 		{TID: 101, StartTime: 51, Stat: st(2), CgroupID: 9, CgroupPath: "/app/sub"},
 		{TID: 100, StartTime: 50, Stat: st(1), CgroupID: 8, CgroupPath: "/app"},
