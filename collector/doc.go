@@ -6,5 +6,7 @@
 // share the next pass, so a burst of scrapes costs at most two passes and a
 // pass never runs twice at once. An Exporter reads the Poller's latest
 // snapshot and emits constant metrics, so the registry keeps no per-series
-// state and a removed cgroup's series simply stops.
+// state and a removed cgroup's series simply stops. FreshView lets a
+// request read the table after the pass it shares, as the tasks API does
+// to list one cgroup's tasks (CgroupTasks, named by NewCgroupTasks).
 package collector

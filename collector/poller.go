@@ -2,6 +2,7 @@ package collector
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"sync"
@@ -24,7 +25,7 @@ type Poller struct {
 	table    *container.Table
 	interval time.Duration
 	logger   *slog.Logger
-	requests chan chan *container.Snapshot
+	requests chan request
 	done     chan struct{}
 	duration prometheus.Histogram
 	// beforePass, if set, is called by Run's goroutine right before every
@@ -55,7 +56,7 @@ func NewPoller(table *container.Table, interval time.Duration, logger *slog.Logg
 		table:    table,
 		interval: interval,
 		logger:   logger,
-		requests: make(chan chan *container.Snapshot),
+		requests: make(chan request),
 		done:     make(chan struct{}),
 		duration: prometheus.NewHistogram(prometheus.HistogramOpts{
 			Namespace: namespace,
@@ -96,7 +97,7 @@ func (p *Poller) Run(ctx context.Context) error {
 	p.pass(ctx)
 	p.after(ctx, false)
 	for {
-		var waiters []chan *container.Snapshot
+		var waiters []request
 		select {
 		case <-ctx.Done():
 			if p.beforeClose != nil {
@@ -126,7 +127,10 @@ func (p *Poller) Run(ctx context.Context) error {
 		s := p.pass(ctx)
 		p.after(ctx, len(waiters) > 0)
 		for _, w := range waiters {
-			w <- s
+			if w.view != nil && ctx.Err() == nil {
+				w.view(p.table)
+			}
+			w.reply <- s
 		}
 	}
 }
@@ -190,12 +194,44 @@ func (p *Poller) partial(s *container.Snapshot) {
 	p.partialErr = s.PartialErr
 }
 
+// request is one caller waiting for a pass: reply gets the pass's
+// snapshot, after view, if set, has read the table.
+type request struct {
+	reply chan *container.Snapshot
+	view  func(*container.Table)
+}
+
 // Fresh asks for a pass and returns its snapshot. If ctx ends first, or the
 // poller is stopped, it returns the latest snapshot and the reason.
 func (p *Poller) Fresh(ctx context.Context) (*container.Snapshot, error) {
-	reply := make(chan *container.Snapshot, 1)
+	return p.fresh(ctx, request{reply: make(chan *container.Snapshot, 1)})
+}
+
+// ErrNoView is returned by FreshView when the pass it waited for was cut
+// short, so view did not read the table.
+var ErrNoView = errors.New("collector: the pass was cut short; the table was not read")
+
+// FreshView is Fresh that also calls view with the table on Run's
+// goroutine, after the pass and before its snapshot is returned, so view
+// sees the table as that snapshot does. Requests share passes as Fresh's
+// do. view must only read the table, quickly, and keep nothing of it; what
+// it copies out may be used once FreshView has returned nil.
+func (p *Poller) FreshView(ctx context.Context, view func(*container.Table)) (*container.Snapshot, error) {
+	ran := false
+	s, err := p.fresh(ctx, request{reply: make(chan *container.Snapshot, 1), view: func(t *container.Table) {
+		view(t)
+		ran = true
+	}})
+	if err == nil && !ran {
+		err = ErrNoView
+	}
+	return s, err
+}
+
+func (p *Poller) fresh(ctx context.Context, r request) (*container.Snapshot, error) {
+	reply := r.reply
 	select {
-	case p.requests <- reply:
+	case p.requests <- r:
 	case <-ctx.Done():
 		return p.Last(), ctx.Err()
 	case <-p.done:

@@ -9,7 +9,10 @@
 // series that appeared has no rate yet, and a series that vanished is left
 // out. Group folds cgroup rows into containers or pods without counting a
 // nested cgroup twice. Sort and Filter order and select rows; Table and
-// Frame render them to fit a terminal; Once and Live drive the whole.
+// Frame render them to fit a terminal; Once and Live drive the whole. A
+// TaskSource (both sources are one) gives the processes and threads of a
+// row's cgroups, and TaskRows their rates, per thread known by its id and
+// start time, for the drilled-down views (State.Open, State.Back).
 //
 // Rates are in seconds per second (CPU seconds run or waited per second of
 // wall time) and timeslices per second. Nothing in this package keeps

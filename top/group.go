@@ -20,9 +20,16 @@ const (
 	ViewContainers
 	ViewPods
 	ViewCgroups
+	// ViewProcesses and ViewThreads are drilled down into from a row of
+	// the others (Target); --view does not take them.
+	ViewProcesses
+	ViewThreads
 )
 
-var viewNames = []string{"auto", "containers", "pods", "cgroups"}
+var viewNames = []string{"auto", "containers", "pods", "cgroups", "processes", "threads"}
+
+// selectable is how many of viewNames --view takes.
+const selectable = 4
 
 func (v View) String() string {
 	if v < 0 || int(v) >= len(viewNames) {
@@ -33,14 +40,14 @@ func (v View) String() string {
 
 // ParseView returns the view named s, as String names it.
 func ParseView(s string) (View, error) {
-	if i := slices.Index(viewNames, s); i >= 0 {
+	if i := slices.Index(viewNames[:selectable], s); i >= 0 {
 		return View(i), nil
 	}
-	return 0, fmt.Errorf("unknown view %q (want one of %s)", s, strings.Join(viewNames, ", "))
+	return 0, fmt.Errorf("unknown view %q (want one of %s)", s, strings.Join(viewNames[:selectable], ", "))
 }
 
 // ViewNames returns the names ParseView takes.
-func ViewNames() []string { return slices.Clone(viewNames) }
+func ViewNames() []string { return slices.Clone(viewNames[:selectable]) }
 
 // Next returns the view the p key switches to: containers, pods, cgroups,
 // and round again.
@@ -111,6 +118,9 @@ func Root(rows []Row) (Row, bool) {
 // ancestor in the same row.
 func Group(rows []Row, v View) []Row {
 	v = v.Resolve(rows)
+	if v == ViewProcesses || v == ViewThreads {
+		return rows
+	}
 	if v == ViewCgroups {
 		out := make([]Row, 0, len(rows))
 		for _, r := range rows {

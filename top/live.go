@@ -6,6 +6,7 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"slices"
 	"strings"
 	"sync"
 	"syscall"
@@ -71,10 +72,48 @@ func RunTerminal(ctx context.Context, src Source, st State, opt Options, in, out
 	return Live(ctx, src, st, opt, Terminal{In: in, Out: out, Size: size, Resized: winch})
 }
 
-// sampled is one result of the sampling goroutine.
+// sampled is one result of the sampling goroutine: a Sample of every
+// cgroup, or the tasks of the target of generation gen.
 type sampled struct {
-	s   *Sample
-	err error
+	s     *Sample
+	tasks TaskSample
+	gen   int
+	err   error
+}
+
+// wanted is what the sampling goroutine is to sample: the cgroups when
+// target is nil, else the target's tasks. gen counts the changes, so a
+// sample of what was wanted before is known for stale.
+type wanted struct {
+	mu     sync.Mutex
+	target *Target
+	gen    int
+	// wake tells the goroutine to sample at once.
+	wake chan struct{}
+}
+
+func (w *wanted) get() (*Target, int) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.target, w.gen
+}
+
+// set changes what is sampled and has it sampled at once.
+func (w *wanted) set(t *Target) int {
+	w.mu.Lock()
+	if t != nil {
+		c := *t
+		t = &c
+	}
+	w.target = t
+	w.gen++
+	gen := w.gen
+	w.mu.Unlock()
+	select {
+	case w.wake <- struct{}{}:
+	default:
+	}
+	return gen
 }
 
 // Live shows st's view of src on t, refreshed every interval, until a key
@@ -82,7 +121,9 @@ type sampled struct {
 // own, which alone uses src and has ended when Live returns. If the first
 // sample fails, Live returns its error, unless the daemon is only not
 // ready yet; a later failure is shown on the last line and tried again an
-// interval later.
+// interval later. Enter on a row drills down into its processes (src must
+// be a TaskSource), Enter on a process into its threads, Backspace or Esc
+// goes back.
 func Live(ctx context.Context, src Source, st State, opt Options, t Terminal) error {
 	ctx, cancel := context.WithCancel(ctx)
 	var wg sync.WaitGroup
@@ -90,11 +131,13 @@ func Live(ctx context.Context, src Source, st State, opt Options, t Terminal) er
 		cancel()
 		wg.Wait()
 	}()
+	want := &wanted{wake: make(chan struct{}, 1)}
+	gen := want.set(st.Target())
 	samples := make(chan sampled)
 	wg.Add(1)
 	go func() {
 		defer wg.Done()
-		sampleEvery(ctx, src, opt.Interval, samples)
+		sampleEvery(ctx, src, opt.Interval, samples, want)
 	}()
 	keys := make(chan []byte)
 	go readKeys(ctx, t.In, keys)
@@ -105,13 +148,37 @@ func Live(ctx context.Context, src Source, st State, opt Options, t Terminal) er
 		lastErr error
 		shown   = opt.Interval
 		at      = time.Now()
+		// The drilled-down view's last answer and rows.
+		prevTasks TaskSample
+		taskRows  []Row
+		scr       *Screen
 	)
 	draw := func() error {
 		w, h := t.Size()
-		scr := st.Screen(rows, opt.Source, shown, at)
-		scr.Pending = prev == nil || !anyKnown(rows)
+		if st.Target() != nil {
+			scr = st.Screen(taskRows, opt.Source, shown, at)
+			scr.Pending = prevTasks == nil || !anyKnown(taskRows)
+		} else {
+			scr = st.Screen(rows, opt.Source, shown, at)
+			scr.Pending = prev == nil || !anyKnown(rows)
+		}
 		lines, header := scr.Frame(w, h, st.Bottom(lastErr))
-		return paint(t.Out, lines, header, w)
+		return paint(t.Out, lines, header, selectedLine(scr, lines, header), w)
+	}
+	// retarget samples what st now shows; the answer before is kept when
+	// it is of the same cgroups (a process's threads, or back to its
+	// processes), so rates come with the next answer.
+	retarget := func(old *Target) {
+		nt := st.Target()
+		gen = want.set(nt)
+		if nt == nil || old == nil || !slices.Equal(nt.IDs, old.IDs) {
+			prevTasks = nil
+		}
+		taskRows = nil
+		if prevTasks != nil {
+			taskRows = drilled(nt, prevTasks, nil)
+		}
+		lastErr = nil
 	}
 	if err := draw(); err != nil {
 		return err
@@ -122,7 +189,10 @@ func Live(ctx context.Context, src Source, st State, opt Options, t Terminal) er
 			return nil
 		case <-t.Resized:
 		case r := <-samples:
-			if r.err != nil && prev == nil && !errors.Is(r.err, ErrNotReady) {
+			if r.gen != gen {
+				continue // for a view left since
+			}
+			if r.err != nil && prev == nil && prevTasks == nil && !errors.Is(r.err, ErrNotReady) && st.Target() == nil {
 				// Nothing shown yet: a wrong URL or an absent daemon is
 				// better said plainly than retried on the last line.
 				return r.err
@@ -132,6 +202,22 @@ func Live(ctx context.Context, src Source, st State, opt Options, t Terminal) er
 				break
 			}
 			lastErr = nil
+			if r.tasks != nil {
+				if prevTasks != nil && !newer(prevTasks, r.tasks) {
+					continue
+				}
+				named(st.Target(), r.tasks)
+				next := drilled(st.Target(), prevTasks, r.tasks)
+				carry(next, taskRows)
+				if prevTasks != nil && len(r.tasks) > 0 && len(prevTasks) > 0 {
+					shown = r.tasks[0].Time.Sub(prevTasks[0].Time)
+				}
+				prevTasks, taskRows = r.tasks, next
+				if len(r.tasks) > 0 {
+					at = r.tasks[0].Time
+				}
+				break
+			}
 			if prev != nil && r.s.Time.Equal(prev.Time) {
 				// The same pass again: the daemon is slower than the
 				// interval. Keep the rates of the last two passes.
@@ -157,22 +243,90 @@ func Live(ctx context.Context, src Source, st State, opt Options, t Terminal) er
 				return nil
 			}
 			redraw := false
-			for _, c := range b {
-				switch st.Key(c) {
+			for _, a := range st.Input(b) {
+				switch a {
 				case Quit:
 					return nil
 				case Redraw:
 					redraw = true
+				case Up, Down:
+					d := 1
+					if a == Up {
+						d = -1
+					}
+					st.Move(scr, d)
+					redraw = true
+				case Open:
+					old := st.Target()
+					if old != nil {
+						c := *old
+						old = &c
+					}
+					if st.Open(scr) {
+						retarget(old)
+						redraw = true
+					}
+				case Back:
+					old := st.Target()
+					if old != nil {
+						c := *old
+						old = &c
+					}
+					if st.Back() {
+						retarget(old)
+						redraw = true
+					}
+				}
+				if redraw {
+					// The next key of the same read acts on what it
+					// sees after this one.
+					if err := draw(); err != nil {
+						return err
+					}
+					redraw = false
 				}
 			}
-			if !redraw {
-				continue
-			}
+			continue
 		}
 		if err := draw(); err != nil {
 			return err
 		}
 	}
+}
+
+// drilled returns the rows target shows from two answers: its processes,
+// or the threads of its process.
+func drilled(target *Target, prev, cur TaskSample) []Row {
+	if cur == nil {
+		cur, prev = prev, nil
+	}
+	rows := TaskRows(prev, cur)
+	if target == nil || !target.Threads {
+		return rows
+	}
+	threads, _ := ThreadsOf(rows, target.PID, target.Start)
+	return threads
+}
+
+// newer reports whether cur comes from later passes than prev.
+func newer(prev, cur TaskSample) bool {
+	if len(prev) == 0 || len(cur) == 0 {
+		return true
+	}
+	return cur[0].Time.After(prev[0].Time)
+}
+
+// selectedLine returns the index among lines of the screen's selected
+// row, or -1 when it is not shown.
+func selectedLine(s *Screen, lines []string, header int) int {
+	if s == nil || s.Selected < 0 {
+		return -1
+	}
+	i := header + 1 + s.Selected
+	if i <= header || i >= len(lines)-1 || strings.HasPrefix(lines[i], "... ") {
+		return -1
+	}
+	return i
 }
 
 // anyKnown reports whether any row has a rate.
@@ -185,20 +339,34 @@ func anyKnown(rows []Row) bool {
 	return false
 }
 
-// sampleEvery sends a sample of src at once and then every interval until ctx
-// is done.
-func sampleEvery(ctx context.Context, src Source, interval time.Duration, out chan<- sampled) {
+// sampleEvery sends a sample of what want names at once, then every
+// interval and whenever want changes, until ctx is done.
+func sampleEvery(ctx context.Context, src Source, interval time.Duration, out chan<- sampled, want *wanted) {
 	tick := time.NewTicker(interval)
 	defer tick.Stop()
 	for {
-		s, err := src.Sample(ctx)
 		select {
-		case out <- sampled{s, err}:
+		case <-want.wake: // this sample is of what it asks for
+		default:
+		}
+		target, gen := want.get()
+		r := sampled{gen: gen}
+		if target == nil {
+			r.s, r.err = src.Sample(ctx)
+		} else {
+			r.tasks, r.err = sampleTasks(ctx, src, target.IDs)
+		}
+		select {
+		case out <- r:
+		case <-want.wake:
+			continue
 		case <-ctx.Done():
 			return
 		}
 		select {
 		case <-tick.C:
+		case <-want.wake:
+			tick.Reset(interval)
 		case <-ctx.Done():
 			return
 		}
@@ -226,13 +394,14 @@ func readKeys(ctx context.Context, in io.Reader, keys chan<- []byte) {
 	}
 }
 
-// paint draws lines from the top left, the column header in reverse
-// video, each line cleared to its end and the screen below the last.
-func paint(w io.Writer, lines []string, header, width int) error {
+// paint draws lines from the top left, the column header and the
+// selected line in reverse video, each line cleared to its end and the
+// screen below the last.
+func paint(w io.Writer, lines []string, header, selected, width int) error {
 	var b strings.Builder
 	b.WriteString(home)
 	for i, l := range lines {
-		if i == header {
+		if i == header || i == selected {
 			b.WriteString(reverse + pad(l, width) + plain)
 		} else {
 			b.WriteString(l + eraseLine)

@@ -19,6 +19,9 @@ type LocalSource struct {
 	Table *container.Table
 	// Dir is the walked hierarchy's directory, for messages.
 	Dir string
+	// Proc is the procfs mount tasks' names are read from; empty is
+	// /proc.
+	Proc string
 }
 
 // Sample implements Source: it runs one pass.

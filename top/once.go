@@ -31,8 +31,13 @@ const (
 
 // Once takes two samples of src one interval apart and writes one table
 // of st's view to w: as text fitted to width columns (0: no limit), or as
-// JSON.
+// JSON. When st is drilled down (st.Target), the table is of the
+// target's processes or threads, src must be a TaskSource, and in JSON
+// each process carries its threads.
 func Once(ctx context.Context, src Source, st State, opt Options, w io.Writer, width int, format string) error {
+	if t := st.Target(); t != nil {
+		return onceTasks(ctx, src, st, t, opt, w, width, format)
+	}
 	prev, err := firstSample(ctx, src, opt.Interval)
 	if err != nil {
 		return err
@@ -68,15 +73,90 @@ func Once(ctx context.Context, src Source, st State, opt Options, w io.Writer, w
 	if err != nil {
 		return err
 	}
-	s := st.Screen(rows, opt.Source, cur.Time.Sub(prev.Time), cur.Time)
+	return write(st.Screen(rows, opt.Source, cur.Time.Sub(prev.Time), cur.Time), w, width, format)
+}
+
+// write writes s as Once does.
+func write(s *Screen, w io.Writer, width int, format string) error {
 	if format == FormatJSON {
 		enc := json.NewEncoder(w)
 		enc.SetIndent("", "  ")
 		return enc.Encode(jsonScreen(s))
 	}
 	lines := append(s.Header(width), s.Table(width)...)
-	_, err = io.WriteString(w, strings.Join(lines, "\n")+"\n")
+	_, err := io.WriteString(w, strings.Join(lines, "\n")+"\n")
 	return err
+}
+
+// onceTasks is Once for a drilled-down target: two answers of its cgroups
+// one interval apart (more when the daemon's passes are slower).
+func onceTasks(ctx context.Context, src Source, st State, t *Target, opt Options, w io.Writer, width int, format string) error {
+	deadline := time.Now().Add(maxReadyWait)
+	prev, err := sampleTasks(ctx, src, t.IDs)
+	for errors.Is(err, ErrNotReady) && time.Now().Before(deadline) {
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(opt.Interval):
+		}
+		prev, err = sampleTasks(ctx, src, t.IDs)
+	}
+	if err != nil {
+		return err
+	}
+	named(t, prev)
+	var cur TaskSample
+	for range stalledTries + 1 {
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(opt.Interval):
+		}
+		if cur, err = sampleTasks(ctx, src, t.IDs); err != nil {
+			return err
+		}
+		if newer(prev, cur) {
+			break
+		}
+	}
+	if !newer(prev, cur) {
+		return fmt.Errorf("no newer pass than the one of %s in %d samples %s apart: the daemon's passes are stalled or slower than --interval", prev[0].Time.Format(time.TimeOnly), stalledTries+1, opt.Interval)
+	}
+	rows := TaskRows(prev, cur)
+	if t.Threads {
+		var ok bool
+		if rows, ok = ThreadsOf(rows, t.PID, t.Start); !ok {
+			return fmt.Errorf("no process %d in %s", t.PID, strings.Join(t.IDs, ", "))
+		}
+	}
+	var dt time.Duration
+	if len(cur) > 0 {
+		dt = cur[0].Time.Sub(prev[0].Time)
+	}
+	return write(st.Screen(rows, opt.Source, dt, cur[0].Time), w, width, format)
+}
+
+// OpenProcess returns st drilled down into the threads of process pid of
+// the cgroups of its target, as found by one answer of src: pid names
+// the process that has it now.
+func OpenProcess(ctx context.Context, src Source, st State, pid int32) (State, error) {
+	t := st.Target()
+	if t == nil {
+		return st, errors.New("a process is chosen within a cgroup: give --cgroup with --pid")
+	}
+	ts, err := sampleTasks(ctx, src, t.IDs)
+	if err != nil {
+		return st, err
+	}
+	for _, part := range ts {
+		for _, p := range part.Processes {
+			if p.PID == pid {
+				st.Drill = append(st.Drill, Step{Target: Target{IDs: t.IDs, Label: processLabel(p.PID, p.Comm, p.Cmdline), Threads: true, PID: p.PID, Start: p.StartTicks}})
+				return st, nil
+			}
+		}
+	}
+	return st, fmt.Errorf("no process %d in %s", pid, strings.Join(t.IDs, ", "))
 }
 
 // maxReadyWait bounds how long Once waits for a daemon's first pass.
@@ -108,8 +188,10 @@ type jsonOutput struct {
 	Sort            string    `json:"sort"`
 	Reverse         bool      `json:"reverse,omitempty"`
 	Filter          string    `json:"filter,omitempty"`
-	Node            *jsonRow  `json:"node,omitempty"`
-	Rows            []jsonRow `json:"rows"`
+	// Scope names the row drilled down into; Node is then its total.
+	Scope string    `json:"scope,omitempty"`
+	Node  *jsonRow  `json:"node,omitempty"`
+	Rows  []jsonRow `json:"rows"`
 }
 
 // jsonRow is the JSON form of a Row. Rates are null while unknown.
@@ -133,6 +215,16 @@ type jsonRow struct {
 	// MainPreemptor names who preempted the row's tasks most.
 	P99WaitSeconds *float64 `json:"p99_wait_seconds,omitempty"`
 	MainPreemptor  string   `json:"main_preemptor,omitempty"`
+	// A process or thread row (drilled down) carries its identity, its
+	// names, whether it exited since the sample before, and a process
+	// its threads.
+	PID        int32     `json:"pid,omitempty"`
+	TID        int32     `json:"tid,omitempty"`
+	StartTicks uint64    `json:"start_ticks,omitempty"`
+	Comm       string    `json:"comm,omitempty"`
+	Cmdline    string    `json:"cmdline,omitempty"`
+	Exited     bool      `json:"exited,omitempty"`
+	Threads    []jsonRow `json:"threads,omitempty"`
 }
 
 func jsonScreen(s *Screen) jsonOutput {
@@ -144,6 +236,7 @@ func jsonScreen(s *Screen) jsonOutput {
 		Sort:            s.Sort.String(),
 		Reverse:         s.Reverse,
 		Filter:          s.Filter,
+		Scope:           s.Scope,
 		Rows:            make([]jsonRow, 0, len(s.Rows)),
 	}
 	if s.Node != nil {
@@ -164,6 +257,11 @@ func toJSON(r Row) jsonRow {
 		Pod:       r.Pod,
 		Namespace: r.Namespace,
 		Tasks:     r.Tasks,
+		PID:       r.PID, TID: r.TID, StartTicks: r.Start,
+		Comm: r.Comm, Cmdline: r.Cmdline, Exited: r.Exited,
+	}
+	for _, th := range r.Threads {
+		j.Threads = append(j.Threads, toJSON(th))
 	}
 	if r.Known {
 		j.RunSecondsPerSecond = ptr(r.Run)

@@ -3,6 +3,7 @@ package top
 import (
 	"fmt"
 	"math"
+	"strconv"
 	"time"
 )
 
@@ -35,6 +36,33 @@ type Row struct {
 	// who preempted the row's tasks most in the daemon's last window.
 	WaitHist      []Bucket
 	MainPreemptor Preemptor
+
+	// PID and Start (clock ticks since boot) are a process row's identity,
+	// or a thread row's process; TID is a thread row's id, with Start its
+	// start time. Comm is the process's or thread's name, Cmdline a
+	// process's command line; all are zero on cgroup rows.
+	PID, TID      int32
+	Start         uint64
+	Comm, Cmdline string
+	// Exited marks a process or thread that was in the previous sample
+	// and is not in this one: it is shown once more, marked.
+	Exited bool
+	// Threads are a process row's thread rows.
+	Threads []Row
+}
+
+// Key returns what tells the row from the others of its view from one
+// sample to the next: the label of a cgroup, container or pod row, and
+// the id and start time of a process or thread, so a reused id is never
+// taken for the task that had it before.
+func (r Row) Key() string {
+	switch {
+	case r.TID != 0:
+		return "t:" + strconv.Itoa(int(r.TID)) + ":" + strconv.FormatUint(r.Start, 10)
+	case r.PID != 0:
+		return "p:" + strconv.Itoa(int(r.PID)) + ":" + strconv.FormatUint(r.Start, 10)
+	}
+	return r.Label
 }
 
 // LimitExplains reports whether the row's CPU quota can explain at least

@@ -59,6 +59,12 @@ type Screen struct {
 	Total int
 	// Pending is set while there is only one sample, so no rate yet.
 	Pending bool
+	// Scope names what a drilled-down screen shows (the row opened), for
+	// the line of totals, which is the node's when it is empty.
+	Scope string
+	// Selected is the index in Rows of the row the cursor is on, -1 for
+	// none.
+	Selected int
 }
 
 // labelTitle is the first column's title in view v.
@@ -68,9 +74,17 @@ func labelTitle(v View) string {
 		return "CONTAINER"
 	case ViewPods:
 		return "POD"
+	case ViewProcesses:
+		return "PID COMMAND"
+	case ViewThreads:
+		return "TID THREAD"
 	}
 	return "CGROUP"
 }
+
+// exitedMark follows the label of a process or thread that has exited
+// since the sample before: it is shown this once.
+const exitedMark = " (exited)"
 
 // maxUnfittedLabel is the widest the first column gets when the width is
 // not known (output to a pipe or a file): one long name does not pad
@@ -89,8 +103,12 @@ func (s *Screen) Table(width int) []string {
 	labelW := cells(labelTitle(s.View)) + 1
 	for i, r := range s.Rows {
 		labels[i] = Printable(r.Label)
+		if r.Exited {
+			labels[i] += exitedMark
+		}
 		labelW = max(labelW, cells(labels[i]))
 	}
+	task := s.View == ViewProcesses || s.View == ViewThreads
 	cols := columns
 	if hasLatency(s.Rows) {
 		cols = append(cols[:len(cols):len(cols)], latencyColumns...)
@@ -119,7 +137,13 @@ func (s *Screen) Table(width int) []string {
 	lines = append(lines, cut(b.String(), width))
 	for i, r := range s.Rows {
 		b.Reset()
-		b.WriteString(pad(ellipsis(labels[i], labelW), labelW))
+		if task {
+			// The id and the command's start are what tell a process;
+			// the mark stays.
+			b.WriteString(pad(headEllipsis(labels[i], labelW, s.Rows[i].Exited), labelW))
+		} else {
+			b.WriteString(pad(ellipsis(labels[i], labelW), labelW))
+		}
 		for _, c := range cols {
 			fmt.Fprintf(&b, " %*s", c.width, c.cell(r))
 		}
@@ -156,11 +180,15 @@ func fit(width int, all []column) ([]column, int) {
 // the node's totals.
 func (s *Screen) Header(width int) []string {
 	title := fmt.Sprintf("schedstatd top - %s  every %s  %s", s.Source, s.Interval.Round(time.Millisecond), s.Time.Format("15:04:05"))
-	node := "node  collecting: rates after the second sample"
+	scope := "node"
+	if s.Scope != "" {
+		scope = Printable(s.Scope)
+	}
+	node := scope + "  collecting: rates after the second sample"
 	if !s.Pending && s.Node != nil {
 		n := s.Node
-		node = fmt.Sprintf("node  run %s/s  wait %s/s  wait/run %s  slices %s/s  tasks %.0f",
-			strings.TrimSpace(rate(*n, n.Run, 0)), strings.TrimSpace(rate(*n, n.Wait, 0)), ratio(n.Ratio()),
+		node = fmt.Sprintf("%s  run %s/s  wait %s/s  wait/run %s  slices %s/s  tasks %.0f",
+			scope, strings.TrimSpace(rate(*n, n.Run, 0)), strings.TrimSpace(rate(*n, n.Wait, 0)), ratio(n.Ratio()),
 			strconv.FormatFloat(n.Timeslices, 'f', 0, 64), n.Tasks)
 	}
 	order := "largest first"
@@ -260,6 +288,23 @@ func ellipsis(s string, w int) string {
 		return tail(s, w)
 	}
 	return "..." + tail(s, w-3)
+}
+
+// headEllipsis shortens s to at most w cells, keeping its start before
+// "...", and the exited mark at its end if marked.
+func headEllipsis(s string, w int, marked bool) string {
+	if cells(s) <= w {
+		return s
+	}
+	mark := ""
+	if marked {
+		s, mark = strings.TrimSuffix(s, exitedMark), exitedMark
+	}
+	room := w - cells(mark) - 3
+	if room <= 0 {
+		return cut(s, w)
+	}
+	return cut(s, room) + "..." + mark
 }
 
 // tail returns the longest end of s that fits in w cells.

@@ -68,7 +68,7 @@ func Sort(rows []Row, k SortKey, reverse bool) {
 	slices.SortStableFunc(rows, func(a, b Row) int {
 		var c int
 		if k == ByName {
-			c = strings.Compare(a.Label, b.Label)
+			c = cmp.Or(strings.Compare(sortName(a), sortName(b)), strings.Compare(a.Label, b.Label))
 		} else {
 			va, vb := k.value(a), k.value(b)
 			switch na, nb := math.IsNaN(va), math.IsNaN(vb); {
@@ -88,6 +88,15 @@ func Sort(rows []Row, k SortKey, reverse bool) {
 	})
 }
 
+// sortName is what sorting by name compares: a process's or thread's
+// name, else the label.
+func sortName(r Row) string {
+	if r.Comm != "" {
+		return r.Comm
+	}
+	return r.Label
+}
+
 // Filter returns the rows whose label, cgroup ids or Kubernetes names
 // contain sub, ignoring case. An empty sub keeps every row.
 func Filter(rows []Row, sub string) []Row {
@@ -105,7 +114,7 @@ func Filter(rows []Row, sub string) []Row {
 }
 
 func matches(r Row, sub string) bool {
-	for _, s := range append([]string{r.Label, r.Container, r.Pod, r.Namespace}, r.IDs...) {
+	for _, s := range append([]string{r.Label, r.Container, r.Pod, r.Namespace, r.Comm}, r.IDs...) {
 		if strings.Contains(strings.ToLower(s), sub) {
 			return true
 		}

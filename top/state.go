@@ -14,10 +14,25 @@ type State struct {
 	Sort    SortKey
 	Reverse bool
 	Filter  string
+	// Drill holds the steps drilled down from the cgroup, container or
+	// pod rows, innermost last: empty there.
+	Drill []Step
+	// Selected is the Key of the row the cursor is on; empty (or a row
+	// no longer there) is the row at the cursor's last place.
+	Selected string
 
 	// editing is set while a filter is typed after "/"; edit holds it.
 	editing bool
 	edit    string
+	// cursor is the index of the selected row in the last screen.
+	cursor int
+}
+
+// Step is one step of a drill-down: what it shows, and the filter and
+// selection of the view it was opened from, given back by Back.
+type Step struct {
+	Target           Target
+	filter, selected string
 }
 
 // Action is what a key asks of the live view.
@@ -28,6 +43,12 @@ const (
 	None Action = iota
 	Redraw
 	Quit
+	// Open asks to open the selected row (State.Open), Back to go back a
+	// step (State.Back); Up and Down to move the cursor (State.Move).
+	Open
+	Back
+	Up
+	Down
 )
 
 // sortKeys are the keys that choose a sort, as the help line lists them.
@@ -42,6 +63,9 @@ var sortKeys = map[byte]SortKey{
 
 // HelpLine lists the keys of the live view.
 const HelpLine = "w wait  r run  x wait/run  s slices  t tasks  n name  / filter  p view  q quit"
+
+// DrillHelpLine lists the keys of a drilled-down view.
+const DrillHelpLine = "Esc back  Enter threads  arrows move  w wait  r run  x wait/run  s slices  n name  / filter  q quit"
 
 const (
 	keyCtrlC     = 0x03
@@ -94,8 +118,25 @@ func (st *State) Key(b byte) Action {
 	case '/':
 		st.editing, st.edit = true, st.Filter
 	case 'p':
+		if len(st.Drill) > 0 {
+			return None
+		}
 		st.View = st.View.Next()
+	case '\r', '\n':
+		return Open
+	case 'j':
+		return Down
+	case 'k':
+		return Up
+	case keyDelete, keyBackspace:
+		if len(st.Drill) == 0 {
+			return None
+		}
+		return Back
 	case keyEsc:
+		if len(st.Drill) > 0 {
+			return Back
+		}
 		if st.Filter == "" {
 			return None
 		}
@@ -104,6 +145,100 @@ func (st *State) Key(b byte) Action {
 		return None
 	}
 	return Redraw
+}
+
+// Input applies what one read of the terminal gave: the arrow keys' escape
+// sequences (ESC [ A, ESC O A, ...) move the cursor, every other byte is
+// a Key. It returns the actions, in order, None left out.
+func (st *State) Input(b []byte) []Action {
+	var out []Action
+	for i := 0; i < len(b); i++ {
+		if b[i] == keyEsc && i+2 < len(b) && (b[i+1] == '[' || b[i+1] == 'O') {
+			i += 2
+			if st.editing {
+				continue
+			}
+			switch b[i] {
+			case 'A':
+				out = append(out, Up)
+			case 'B':
+				out = append(out, Down)
+			}
+			continue
+		}
+		if a := st.Key(b[i]); a != None {
+			out = append(out, a)
+		}
+	}
+	return out
+}
+
+// Target returns what the innermost drill-down step shows, or nil at the
+// cgroup, container and pod views.
+func (st *State) Target() *Target {
+	if len(st.Drill) == 0 {
+		return nil
+	}
+	return &st.Drill[len(st.Drill)-1].Target
+}
+
+// Open drills down into the selected row of s, the screen shown: a
+// cgroup, container or pod opens its processes, a process its threads. It
+// reports whether there was something to open.
+func (st *State) Open(s *Screen) bool {
+	if s.Selected < 0 || s.Selected >= len(s.Rows) {
+		return false
+	}
+	r := s.Rows[s.Selected]
+	var t Target
+	switch cur := st.Target(); {
+	case cur == nil:
+		t = Target{IDs: r.IDs, Label: r.Label}
+	case !cur.Threads && r.TID == 0 && r.PID != 0:
+		t = Target{IDs: cur.IDs, Label: processLabel(r.PID, r.Comm, r.Cmdline), Threads: true, PID: r.PID, Start: r.Start}
+	default:
+		return false
+	}
+	st.Drill = append(st.Drill, Step{Target: t, filter: st.Filter, selected: r.Key()})
+	st.Filter, st.Selected, st.cursor = "", "", 0
+	return true
+}
+
+// Back goes back one drill-down step, to the filter and row it was opened
+// from. It reports whether there was a step to go back from.
+func (st *State) Back() bool {
+	if len(st.Drill) == 0 {
+		return false
+	}
+	last := st.Drill[len(st.Drill)-1]
+	st.Drill = st.Drill[:len(st.Drill)-1]
+	st.Filter, st.Selected, st.cursor = last.filter, last.selected, 0
+	return true
+}
+
+// Move moves the cursor d rows down (up if negative) on s, within its rows.
+func (st *State) Move(s *Screen, d int) {
+	if len(s.Rows) == 0 {
+		return
+	}
+	i := min(max(s.Selected+d, 0), len(s.Rows)-1)
+	st.Selected, st.cursor = s.Rows[i].Key(), i
+}
+
+// selectIn returns the index of the selected row among rows: the row of
+// Selected, else the last place of the cursor, within rows; -1 for none.
+func (st *State) selectIn(rows []Row) int {
+	if len(rows) == 0 {
+		return -1
+	}
+	for i, r := range rows {
+		if st.Selected != "" && r.Key() == st.Selected {
+			st.cursor = i
+			return i
+		}
+	}
+	st.cursor = min(max(st.cursor, 0), len(rows)-1)
+	return st.cursor
 }
 
 // Bottom returns the live view's last line: the filter being typed, else
@@ -116,6 +251,8 @@ func (st *State) Bottom(err error) string {
 		return "waiting: " + err.Error()
 	case err != nil:
 		return "error: " + err.Error()
+	case len(st.Drill) > 0:
+		return DrillHelpLine
 	}
 	return HelpLine
 }
@@ -132,6 +269,16 @@ func (st *State) Screen(rows []Row, src string, interval time.Duration, at time.
 		Reverse:  st.Reverse,
 		Filter:   st.Filter,
 	}
+	if t := st.Target(); t != nil {
+		// rows are the target's processes or threads (TaskRows).
+		s.View, s.Scope = t.View(), t.Label
+		n := total(t.Label, rows)
+		s.Node, s.Total = &n, len(rows)
+		s.Rows = Filter(rows, st.Filter)
+		Sort(s.Rows, st.Sort, st.Reverse)
+		s.Selected = st.selectIn(s.Rows)
+		return s
+	}
 	if n, ok := Root(rows); ok {
 		s.Node = &n
 	}
@@ -139,6 +286,7 @@ func (st *State) Screen(rows []Row, src string, interval time.Duration, at time.
 	s.Total = len(grouped)
 	s.Rows = Filter(grouped, st.Filter)
 	Sort(s.Rows, st.Sort, st.Reverse)
+	s.Selected = st.selectIn(s.Rows)
 	return s
 }
 

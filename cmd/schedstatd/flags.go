@@ -118,6 +118,8 @@ func checkTelemetryPath(p string) error {
 		return bad("must start with /, such as /metrics")
 	case p == "/healthz":
 		return bad("/healthz is the health endpoint")
+	case p == collector.TasksPath:
+		return bad(collector.TasksPath + " is the tasks API")
 	case strings.HasSuffix(p, "/") || strings.Contains(p, "//"):
 		return bad("must not end in / or hold an empty segment")
 	}

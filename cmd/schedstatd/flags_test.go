@@ -22,6 +22,7 @@ func TestFlagErrors(t *testing.T) {
 		{[]string{"--web.telemetry-path="}, `--web.telemetry-path="": must start with /`},
 		{[]string{"--web.telemetry-path=metrics"}, `--web.telemetry-path="metrics": must start with /`},
 		{[]string{"--web.telemetry-path=/healthz"}, `--web.telemetry-path="/healthz": /healthz is the health endpoint`},
+		{[]string{"--web.telemetry-path=/api/v1/cgroups/tasks"}, `--web.telemetry-path="/api/v1/cgroups/tasks": /api/v1/cgroups/tasks is the tasks API`},
 		{[]string{"--web.telemetry-path=/a b"}, `--web.telemetry-path="/a b": ' ' is not allowed`},
 		{[]string{"--web.telemetry-path=GET /x"}, `--web.telemetry-path="GET /x": must start with /`},
 		{[]string{"--web.telemetry-path=/x/{y}"}, `--web.telemetry-path="/x/{y}": '{' is not allowed`},

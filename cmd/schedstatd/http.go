@@ -39,6 +39,7 @@ func newMux(cfg *config, poller *collector.Poller, logger *slog.Logger, opts []c
 
 	mux := http.NewServeMux()
 	mux.Handle(cfg.metricsPath, readOnly(limit(cfg.maxRequests, fresh(poller, metrics, logger))))
+	mux.Handle(collector.TasksPath, readOnly(limit(cfg.maxRequests, &tasksHandler{poller: poller, procfs: cfg.procfs, logger: logger})))
 	mux.HandleFunc("/healthz", func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
 		if err := poller.Health(time.Now()); err != nil {

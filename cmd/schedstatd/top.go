@@ -33,6 +33,8 @@ type topCommand struct {
 	view       string
 	filter     string
 	interval   time.Duration
+	cgroup     string
+	pid        int
 }
 
 // addTopCommand adds the top subcommand to app.
@@ -48,6 +50,8 @@ func addTopCommand(app *kingpin.Application) *topCommand {
 	enumFlag(c.cmd, "view", "What a row is: containers, pods, cgroups, or auto (containers when they run and wait at least half of what the node does, else cgroups).", top.ViewAuto.String(), &c.view, top.ViewNames()...)
 	c.cmd.Flag("filter", "Show only rows whose name, cgroup or Kubernetes names contain this text (any case).").StringVar(&c.filter)
 	durationFlag(c.cmd, "interval", "Time between samples.", "2s", &c.interval, 100*time.Millisecond, time.Hour)
+	c.cmd.Flag("cgroup", "Show the processes of this cgroup and its descendants: its path (the id label, such as /kubepods/burstable/pod<uid>/<container id>) or its kernel id (the inode of its directory).").PlaceHolder("ID").StringVar(&c.cgroup)
+	intFlag(c.cmd, "pid", "With --cgroup: show the threads of this process instead.", "0", &c.pid, 0, 1<<22)
 	return c
 }
 
@@ -64,6 +68,13 @@ func (c *topCommand) run(cfg *config, logger *slog.Logger) int {
 		return 2
 	}
 	st := top.State{View: view, Sort: sort, Reverse: c.reverse, Filter: c.filter}
+	if c.pid != 0 && c.cgroup == "" {
+		fmt.Fprintln(os.Stderr, "schedstatd top: --pid needs --cgroup, the cgroup the process is in")
+		return 2
+	}
+	if c.cgroup != "" {
+		st.Drill = []top.Step{{Target: top.Target{IDs: []string{c.cgroup}, Label: c.cgroup}}}
+	}
 
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
 	defer stop()
@@ -73,6 +84,12 @@ func (c *topCommand) run(cfg *config, logger *slog.Logger) int {
 		return 1
 	}
 	defer src.Close()
+	if c.pid != 0 {
+		if st, err = top.OpenProcess(ctx, src, st, int32(c.pid)); err != nil {
+			fmt.Fprintf(os.Stderr, "schedstatd top: %v\n", err)
+			return 1
+		}
+	}
 	opt := top.Options{Source: name, Interval: c.interval}
 	if c.once || c.output == top.FormatJSON {
 		width := 0
@@ -113,5 +130,5 @@ func (c *topCommand) source(cfg *config, logger *slog.Logger) (top.Source, strin
 		return nil, "", fmt.Errorf("%w: %v", top.ErrNoCgroups, err)
 	}
 	table := container.NewTable(h, procs)
-	return &top.LocalSource{Table: table, Dir: h.Dir()}, "this node, " + h.Dir(), nil
+	return &top.LocalSource{Table: table, Dir: h.Dir(), Proc: cfg.procfs}, "this node, " + h.Dir(), nil
 }

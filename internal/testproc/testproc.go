@@ -27,6 +27,9 @@ const (
 	envMode     = "SCHEDSTATD_TESTPROC_THREADS"
 	envSleepers = "SCHEDSTATD_TESTPROC_SLEEPERS"
 	envChurn    = "SCHEDSTATD_TESTPROC_CHURN"
+	// envName, if set, names a helper's spinning threads: the name and
+	// the thread's number from 0.
+	envName = "SCHEDSTATD_TESTPROC_NAME"
 )
 
 // In a helper, the main goroutine keeps the main thread, so no worker runs
@@ -65,12 +68,18 @@ func Main() {
 // their ids, and exits when stdin closes. Each worker stays locked to its
 // thread when it returns, so the Go runtime ends the thread with it.
 func helper(n int) {
-	tids := make(chan int, n)
+	type worker struct{ i, tid int }
+	tids := make(chan worker, n)
 	release := make(chan struct{})
-	for range n {
+	name := os.Getenv(envName)
+	for i := range n {
 		go func() {
 			runtime.LockOSThread()
-			tids <- unix.Gettid()
+			if name != "" {
+				// A thread may rename the threads of its own process only.
+				os.WriteFile(fmt.Sprintf("/proc/self/task/%d/comm", unix.Gettid()), []byte(name+strconv.Itoa(i)), 0)
+			}
+			tids <- worker{i, unix.Gettid()}
 			for {
 				select {
 				case <-release:
@@ -82,9 +91,11 @@ func helper(n int) {
 			}
 		}()
 	}
+	// In the workers' order, so Workers[i] is the thread named name+i.
 	ids := make([]string, n)
-	for i := range ids {
-		ids[i] = strconv.Itoa(<-tids)
+	for range ids {
+		w := <-tids
+		ids[w.i] = strconv.Itoa(w.tid)
 	}
 	fmt.Println("tids", strings.Join(ids, " "))
 	in := bufio.NewReader(os.Stdin)
@@ -122,12 +133,25 @@ func Start(t testing.TB, threads int, attr *syscall.SysProcAttr) *Proc {
 // the cgroup's.
 func StartIn(t testing.TB, threads int, dir string) *Proc {
 	t.Helper()
+	return StartNamedIn(t, threads, dir, "")
+}
+
+// StartNamedIn is StartIn with the spinning threads named name0, name1,
+// ... (their comm, at most 15 bytes), unless name is empty.
+func StartNamedIn(t testing.TB, threads int, dir, name string) *Proc {
+	t.Helper()
+	env := os.Environ()
+	if name != "" {
+		env = append(env, envName+"="+name)
+	}
 	if fd, ok := Cgroup2FD(t, dir); ok {
 		defer unix.Close(fd)
-		return start(t, exec.Command(os.Args[0], "-test.run=^$"), envMode, threads, &syscall.SysProcAttr{UseCgroupFD: true, CgroupFD: fd})
+		cmd := exec.Command(os.Args[0], "-test.run=^$")
+		cmd.Env = env
+		return start(t, cmd, envMode, threads, &syscall.SysProcAttr{UseCgroupFD: true, CgroupFD: fd})
 	}
 	cmd := exec.Command("/bin/sh", "-c", `echo $$ > "$SCHEDSTATD_TESTPROC_CGROUP/cgroup.procs" && exec "$0" -test.run='^$'`, os.Args[0])
-	cmd.Env = append(os.Environ(), "SCHEDSTATD_TESTPROC_CGROUP="+dir)
+	cmd.Env = append(env, "SCHEDSTATD_TESTPROC_CGROUP="+dir)
 	return start(t, cmd, envMode, threads, nil)
 }
 

@@ -1,0 +1,53 @@
+package container
+
+import "github.com/schedstatd/schedstatd/schedstat"
+
+// TaskStats is one tracked task as the last pass left it.
+type TaskStats struct {
+	// TID and StartTime (clock ticks since boot) are the task's identity.
+	TID       int32
+	StartTime uint64
+	// Stat is the task's own counters since it started, as the kernel
+	// showed them at the last good read: what /proc/<tid>/schedstat says.
+	Stat schedstat.Stat
+	// CgroupID is the kernel id of the cgroup the task was last credited
+	// to, and CgroupPath that cgroup's path (a label).
+	CgroupID   uint64
+	CgroupPath string
+}
+
+// CgroupTasks appends to out every task that the last pass credited to the
+// cgroup of kernel id id or to one of its descendants, as the cgroup's
+// series include its descendants, and returns out with that cgroup's path.
+// ok is false when the last pass neither listed nor kept the cgroup. It
+// only reads, and must be called from the goroutine that owns the table.
+func (t *Table) CgroupTasks(id uint64, out []TaskStats) (path string, tasks []TaskStats, ok bool) {
+	want := t.cgroups.byID[id]
+	if want == nil || want.seen != t.pass || want.folded != nil {
+		return "", out, false
+	}
+	for tid, e := range t.tasks {
+		if e.cg == nil {
+			continue
+		}
+		cg := e.cg.live()
+		for c := cg; c != nil && c.depth >= want.depth; c = c.parent {
+			if c == want {
+				out = append(out, TaskStats{TID: tid, StartTime: e.start, Stat: e.last, CgroupID: cg.id, CgroupPath: cg.path})
+				break
+			}
+		}
+	}
+	return want.path, out, true
+}
+
+// CgroupID returns the kernel id of the cgroup at path in the last pass,
+// and whether there is one. It must be called from the goroutine that
+// owns the table.
+func (t *Table) CgroupID(path string) (uint64, bool) {
+	cg := t.cgroups.byPath[path]
+	if cg == nil || cg.seen != t.pass || cg.folded != nil {
+		return 0, false
+	}
+	return cg.id, true
+}
