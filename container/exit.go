@@ -1,6 +1,10 @@
 package container
 
-import "github.com/schedstatd/schedstatd/schedstat"
+import (
+	"time"
+
+	"github.com/schedstatd/schedstatd/schedstat"
+)
 
 // MaxExitAncestors is how many of a task's cgroup's ancestors an Exit
 // names, nearest first.
@@ -29,6 +33,16 @@ type Exit struct {
 // exit records add only the final stretch. Call it before the first pass,
 // when an exit source will call Exit.
 func (t *Table) TrackExits() { t.graves.enabled = true }
+
+// ExitRecordDelay tells the table that its exit source writes a task's
+// record up to d later than at the task's final switch away (an exit
+// source at sched_process_free writes it from an RCU callback, which a
+// kernel with lazy RCU may hold up to 10 s): retired tasks are remembered
+// that much longer, so a late record still adds only the final stretch.
+// Call it from the goroutine that owns the table.
+func (t *Table) ExitRecordDelay(d time.Duration) {
+	t.graves.delay = max(t.graves.delay, d.Nanoseconds())
+}
 
 // ExitsDelivered tells the table that the exit source has delivered every
 // record the kernel wrote before monotonic time upTo (nanoseconds, the

@@ -3,6 +3,7 @@ package container_test
 import (
 	"fmt"
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/schedstatd/schedstatd/container"
@@ -108,6 +109,47 @@ func TestLateExitRecordCountsOnce(t *testing.T) {
 	r.pass()
 	if c := r.table.Counters(); c.RetiredTracked != 0 || c.RetiredEvicted != 0 {
 		t.Errorf("after delivery: %d remembered, %d evicted; want 0 and 0", c.RetiredTracked, c.RetiredEvicted)
+	}
+}
+
+// TestExitRecordDelay: a source whose records come later (sched_process_free,
+// lazy RCU) keeps retired tasks remembered for the delay beyond the usual
+// margin, so a record 15 s after the retirement still adds only the final
+// stretch; once records beyond the longer window are delivered, the task
+// is forgotten.
+func TestExitRecordDelay(t *testing.T) {
+	r := newRig(t, "/", "/a")
+	clk := &clock{ns: 1e9}
+	container.SetClock(r.table, clk.now)
+	r.table.TrackExits()
+	r.table.ExitRecordDelay(10 * time.Second)
+	task := r.spawn(4, 100, 10, 1)
+	r.tree.Set("/a", 4)
+	r.pass()
+	r.k.Exit(4)
+	r.tree.Set("/a")
+	r.pass()
+	clk.ns += 15e9
+	r.table.ExitsDelivered(clk.ns)
+	r.pass()
+	if c := r.table.Counters(); c.RetiredTracked != 1 {
+		t.Fatalf("15 s after retirement: %d retired tasks remembered, want 1", c.RetiredTracked)
+	}
+	r.table.Exit(r.exitOf(4, task.Start, stat(130, 11, 2), "/a"))
+	if got := totalsOf(r.pass())["/a"]; got != stat(130, 11, 2) {
+		t.Errorf("/a = %+v, want the final counters once", got)
+	}
+	r.spawn(5, 10, 1, 1)
+	r.tree.Set("/a", 5)
+	r.pass()
+	r.k.Exit(5)
+	r.tree.Set("/a")
+	r.pass()
+	clk.ns += 21e9
+	r.table.ExitsDelivered(clk.ns)
+	r.pass()
+	if c := r.table.Counters(); c.RetiredTracked != 0 || c.RetiredEvicted != 0 {
+		t.Errorf("after delivery past the delay: %d remembered, %d evicted; want 0 and 0", c.RetiredTracked, c.RetiredEvicted)
 	}
 }
 

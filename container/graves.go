@@ -35,6 +35,9 @@ type generation struct {
 // is made anew, so a burst of exits gives its memory back.
 type graveyard struct {
 	enabled bool
+	// delay is how much later than exitMargin the exit source may write
+	// a record (ExitRecordDelay).
+	delay   int64
 	gens    []generation // oldest first; the last is the current one
 	count   int
 	upTo    int64 // records delivered up to this clock
@@ -45,7 +48,7 @@ func (g *graveyard) bury(tid int32, e *entry, now int64) {
 	if !g.enabled {
 		return
 	}
-	if len(g.gens) == 0 || now-g.gens[len(g.gens)-1].begin >= exitMargin {
+	if len(g.gens) == 0 || now-g.gens[len(g.gens)-1].begin >= g.margin() {
 		g.gens = append(g.gens, generation{graves: make(map[identity]grave), begin: now, end: now})
 	}
 	cur := &g.gens[len(g.gens)-1]
@@ -53,6 +56,9 @@ func (g *graveyard) bury(tid int32, e *entry, now int64) {
 	cur.end = max(cur.end, now)
 	g.count++
 }
+
+// margin is how long after a retirement a record may still be written.
+func (g *graveyard) margin() int64 { return exitMargin + g.delay }
 
 func (g *graveyard) dig(tid int32, start uint64) (grave, bool) {
 	id := identity{tid, start}
@@ -72,9 +78,9 @@ func (g *graveyard) delivered(upTo int64) { g.upTo = max(g.upTo, upTo) }
 // and the oldest ones while more than maxGraves are remembered.
 func (g *graveyard) expire() {
 	drop := 0
-	for drop < len(g.gens) && (g.gens[drop].end+exitMargin <= g.upTo || g.count > maxGraves) {
+	for drop < len(g.gens) && (g.gens[drop].end+g.margin() <= g.upTo || g.count > maxGraves) {
 		n := len(g.gens[drop].graves)
-		if g.gens[drop].end+exitMargin > g.upTo {
+		if g.gens[drop].end+g.margin() > g.upTo {
 			g.evicted += uint64(n)
 		}
 		g.count -= n

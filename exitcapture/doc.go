@@ -3,12 +3,15 @@
 // and tasks born and dead between two passes count at all.
 //
 // It reads the running kernel's BTF (/sys/kernel/btf/vmlinux), to
-// assemble its program at load time, and every context switch, through a
-// BTF tracepoint (tp_btf/sched_switch) that costs four instructions unless
-// the previous task is dead. A dead task switches away once, after its
-// counters took their final values: the program then sends its id, start
-// time, counters and the ids of its cgroup in the walked hierarchy and of
-// that cgroup's ancestors through a ring buffer, and a goroutine of the
+// assemble its program at load time, and every task as the kernel frees
+// it (tp_btf/sched_process_free, which fires after the task's reap and
+// its final switch away, so its counters are final, and never on a
+// context switch). Where that tracepoint cannot be attached it reads
+// every context switch instead (tp_btf/sched_switch, four instructions
+// unless the previous task is dead, which switches away once, after its
+// counters took their final values). The program sends the task's id,
+// start time, counters and the ids of its cgroup in the walked hierarchy
+// and of that cgroup's ancestors through a ring buffer, and a goroutine of the
 // Source moves records into a bounded queue that Feed hands to the table.
 // Memory is bounded; a record that finds the ring or the queue full is
 // counted lost. How a record counts exactly once is in docs/design.md.

@@ -2,6 +2,7 @@ package exitcapture
 
 import (
 	"errors"
+	"time"
 
 	"github.com/schedstatd/schedstatd/container"
 )
@@ -31,6 +32,11 @@ func (s *Source) drain(fn func(container.Exit)) (int, int64) {
 	return len(s.spare), upTo
 }
 
+// FreeRecordDelay is how much later a record may come at sched_process_free
+// than at the final switch: the RCU callback that frees the task, which a
+// kernel with lazy RCU holds up to 10 s.
+const FreeRecordDelay = 10 * time.Second
+
 // Feed is the hook to run right before each pass of t, starting before the
 // first: it prepares t for exit records (Table.TrackExits), drains every
 // record received so far into Table.Exit, and tells t how far the records
@@ -41,6 +47,9 @@ func (s *Source) Feed(t *container.Table) {
 		return
 	}
 	t.TrackExits()
+	if s.hook == HookFree {
+		t.ExitRecordDelay(FreeRecordDelay)
+	}
 	_, upTo := s.drain(t.Exit)
 	t.ExitsDelivered(upTo)
 }

@@ -19,11 +19,16 @@ type field struct {
 	size   int
 }
 
-// layout is what the program needs to know about the running kernel: which
-// slot of the sched_switch context holds prev and the previous state, and
-// where the task fields it reads sit in task_struct.
+// layout is what the program needs to know about the running kernel: the
+// hook it attaches to, which slot of that tracepoint's context holds the
+// task (and, at sched_switch, the previous state), and where the task
+// fields it reads sit in task_struct.
 type layout struct {
-	// prevArg and stateArg index the u64 slots of the tp_btf context. A
+	hook Hook
+	// taskArg indexes the u64 slot of sched_process_free's context that
+	// holds the task being freed.
+	taskArg int
+	// prevArg and stateArg index the u64 slots of sched_switch's context. A
 	// stateArg of -1 means the tracepoint has no prev_state argument
 	// (before Linux 5.18) and the state is read from prev itself.
 	prevArg, stateArg int
@@ -40,39 +45,35 @@ type layout struct {
 // errLayout is wrapped by every error about the kernel's types.
 var errLayout = errors.New("kernel types")
 
-// kernelLayout finds the layout in the kernel's BTF. controller names the
-// walked v1 hierarchy's controller, or is "" for cgroup2.
-func kernelLayout(spec *btf.Spec, controller string) (layout, error) {
-	var l layout
-	var td *btf.Typedef
-	if err := spec.TypeByName("btf_trace_sched_switch", &td); err != nil {
-		return l, fmt.Errorf("%w: sched_switch tracepoint: %w", errLayout, err)
+// kernelLayout finds the layout for hook (HookFree or HookSwitch) in the
+// kernel's BTF. controller names the walked v1 hierarchy's controller, or
+// is "" for cgroup2.
+func kernelLayout(spec *btf.Spec, controller string, hook Hook) (layout, error) {
+	l := layout{hook: hook}
+	args, err := tracepointArgs(spec, hook.tracepoint())
+	if err != nil {
+		return l, err
 	}
-	var proto *btf.FuncProto
-	if ptr, ok := btf.UnderlyingType(td.Type).(*btf.Pointer); ok {
-		proto, _ = btf.UnderlyingType(ptr.Target).(*btf.FuncProto)
-	}
-	if proto == nil {
-		return l, fmt.Errorf("%w: btf_trace_sched_switch is %v, not a function pointer", errLayout, td.Type)
-	}
-	// Params[0] is the tracepoint's private data; the context holds the rest:
-	// (bool preempt, struct task_struct *prev, struct task_struct *next
-	// [, unsigned int prev_state]).
-	args := proto.Params[min(1, len(proto.Params)):]
 	switch {
+	case hook == HookFree && len(args) >= 1 && isTaskPtr(args[0].Type):
+		// (struct task_struct *p)
+		l.taskArg = 0
+	case hook == HookFree:
+		return l, fmt.Errorf("%w: unexpected sched_process_free arguments %v", errLayout, args)
+	// (bool preempt, struct task_struct *prev, struct task_struct *next
+	// [, unsigned int prev_state])
 	case len(args) >= 4 && isTaskPtr(args[1].Type) && kbtf.IsInt(args[3].Type):
 		l.prevArg, l.stateArg = 1, 3
 	case len(args) == 3 && isTaskPtr(args[1].Type):
 		l.prevArg, l.stateArg = 1, -1
 	default:
-		return l, fmt.Errorf("%w: unexpected sched_switch arguments %v", errLayout, proto)
+		return l, fmt.Errorf("%w: unexpected sched_switch arguments %v", errLayout, args)
 	}
 
 	var task *btf.Struct
 	if err := spec.TypeByName("task_struct", &task); err != nil {
 		return l, fmt.Errorf("%w: %w", errLayout, err)
 	}
-	var err error
 	get := func(path ...string) field {
 		if err != nil {
 			return field{}
@@ -87,7 +88,7 @@ func kernelLayout(spec *btf.Spec, controller string) (layout, error) {
 	l.runtime = get("se", "sum_exec_runtime")
 	l.delay = get("sched_info", "run_delay")
 	l.pcount = get("sched_info", "pcount")
-	if l.stateArg < 0 && err == nil {
+	if hook == HookSwitch && l.stateArg < 0 && err == nil {
 		l.state, err = taskState(spec)
 	}
 	if err != nil {
@@ -97,6 +98,24 @@ func kernelLayout(spec *btf.Spec, controller string) (layout, error) {
 		return l, fmt.Errorf("%w: %w", errLayout, err)
 	}
 	return l, nil
+}
+
+// tracepointArgs returns the arguments of the BTF tracepoint name as a
+// tp_btf program's context holds them, one u64 slot each.
+func tracepointArgs(spec *btf.Spec, name string) ([]btf.FuncParam, error) {
+	var td *btf.Typedef
+	if err := spec.TypeByName("btf_trace_"+name, &td); err != nil {
+		return nil, fmt.Errorf("%w: %s tracepoint: %w", errLayout, name, err)
+	}
+	var proto *btf.FuncProto
+	if ptr, ok := btf.UnderlyingType(td.Type).(*btf.Pointer); ok {
+		proto, _ = btf.UnderlyingType(ptr.Target).(*btf.FuncProto)
+	}
+	if proto == nil {
+		return nil, fmt.Errorf("%w: btf_trace_%s is %v, not a function pointer", errLayout, name, td.Type)
+	}
+	// Params[0] is the tracepoint's private data; the context holds the rest.
+	return proto.Params[min(1, len(proto.Params)):], nil
 }
 
 func isTaskPtr(t btf.Type) bool {

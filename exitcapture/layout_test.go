@@ -69,14 +69,14 @@ func TestKernelLayout(t *testing.T) {
 	if err != nil {
 		t.Skipf("no kernel BTF: %v", err)
 	}
-	l, err := kernelLayout(spec, "")
+	l, err := kernelLayout(spec, "", HookSwitch)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := kernelLayout(spec, "cpuacct"); err != nil {
+	if _, err := kernelLayout(spec, "cpuacct", HookSwitch); err != nil {
 		t.Errorf("the v1 cpuacct hierarchy: %v", err)
 	}
-	if _, err := kernelLayout(spec, "nosuch"); !errors.Is(err, errLayout) {
+	if _, err := kernelLayout(spec, "nosuch", HookSwitch); !errors.Is(err, errLayout) {
 		t.Errorf("an unknown controller: got %v, want an error wrapping errLayout", err)
 	}
 	t.Logf("%+v", l)
@@ -99,5 +99,25 @@ func TestKernelLayout(t *testing.T) {
 	}
 	if l.tgid.offset != l.pid.offset+4 || l.pid.size != 4 {
 		t.Errorf("pid %+v and tgid %+v are not two adjacent pid_t", l.pid, l.tgid)
+	}
+}
+
+// TestKernelLayoutFree: sched_process_free takes the task as its one
+// argument, in the context's first slot, in every kernel since BTF
+// tracepoints exist.
+func TestKernelLayoutFree(t *testing.T) {
+	spec, err := btf.LoadKernelSpec()
+	if err != nil {
+		t.Skipf("no kernel BTF: %v", err)
+	}
+	l, err := kernelLayout(spec, "", HookFree)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if l.hook != HookFree || l.taskArg != 0 || l.state.size != 0 {
+		t.Errorf("layout %+v: want the free hook, the task in slot 0 and no state field", l)
+	}
+	if _, err := tracepointArgs(spec, "nosuch_tracepoint"); !errors.Is(err, errLayout) {
+		t.Errorf("a missing tracepoint: got %v, want an error wrapping errLayout", err)
 	}
 }

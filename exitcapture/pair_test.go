@@ -1,6 +1,7 @@
 package exitcapture
 
 import (
+	"os"
 	"os/exec"
 	"testing"
 	"time"
@@ -80,6 +81,10 @@ func (p *pair) settle(t testing.TB) {
 func feedUntilMarker(t testing.TB, src *Source, fn func(container.Exit)) {
 	t.Helper()
 	time.Sleep(10 * time.Millisecond) // a reaped task may not have switched away yet
+	// At sched_process_free a task's record is written by an RCU callback,
+	// and callbacks of different CPUs (or lazy ones, held up to 10 s) come
+	// in no order: wait for every callback queued so far to have run.
+	rcuBarrier(t)
 	marker := exec.Command("/bin/true")
 	if err := marker.Run(); err != nil {
 		t.Fatal(err)
@@ -105,4 +110,15 @@ func run(t testing.TB, tb *container.Table, rel string) uint64 {
 		t.Fatalf("cgroup %s not in the snapshot", rel)
 	}
 	return cg.Stat.RunNanoseconds
+}
+
+// rcuBarrier waits until every RCU callback queued so far has run, through
+// the kernel's rcutree.do_rcu_barrier knob (Linux 6.3 and later); on older
+// kernels it waits 12 s, beyond the 10 s a lazy callback may be held.
+func rcuBarrier(t testing.TB) {
+	t.Helper()
+	if err := os.WriteFile("/sys/module/rcutree/parameters/do_rcu_barrier", []byte("1"), 0); err != nil {
+		t.Logf("no rcu_barrier (%v): waiting 12s for the kernel's RCU callbacks", err)
+		time.Sleep(12 * time.Second)
+	}
 }

@@ -49,7 +49,7 @@ func collectionSpec(l layout, ringBytes int) *ebpf.CollectionSpec {
 				Name:         progName,
 				Type:         ebpf.Tracing,
 				AttachType:   ebpf.AttachTraceRawTp,
-				AttachTo:     "sched_switch",
+				AttachTo:     l.hook.tracepoint(),
 				License:      license,
 				Instructions: program(l, uint32(ringBytes/2)),
 			},
@@ -64,11 +64,13 @@ const (
 	rbAvailData   = 0 // BPF_RB_AVAIL_DATA
 )
 
-// program returns the sched_switch handler. On every switch it loads the
-// previous task's state and returns unless TASK_DEAD is set: four
-// instructions. A dead task switches away once, after its last update of
-// its counters: the record then carries the final counters, and the ids of
-// the task's cgroup in the walked hierarchy and of its ancestors, so the
+// program returns the handler of l.hook. At sched_process_free, which
+// fires once per task after its final switch away, it sends the freed
+// task's record. At sched_switch, on every switch it loads the previous
+// task's state and returns unless TASK_DEAD is set: four instructions. A
+// dead task switches away once, after its last update of its counters.
+// Either way the record carries the final counters, and the ids of the
+// task's cgroup in the walked hierarchy and of its ancestors, so the
 // accounting can place a task no pass saw even when its cgroup is gone.
 // Task and cgroup fields are read by direct loads from BTF-typed pointers,
 // which the verifier turns into fault-safe loads.
@@ -78,19 +80,25 @@ const (
 // and the reader polls on its own anyway.
 func program(l layout, wakeAt uint32) asm.Instructions {
 	var insns asm.Instructions
-	if l.stateArg >= 0 {
+	switch {
+	case l.hook == HookFree:
+		insns = append(insns, asm.LoadMem(asm.R6, asm.R1, int16(8*l.taskArg), asm.DWord).WithSymbol("dead"))
+	case l.stateArg >= 0:
 		insns = append(insns, asm.LoadMem(asm.R2, asm.R1, int16(8*l.stateArg), asm.DWord))
-	} else {
+	default:
 		insns = append(insns,
 			asm.LoadMem(asm.R2, asm.R1, int16(8*l.prevArg), asm.DWord),
 			load(asm.R2, asm.R2, l.state))
 	}
+	if l.hook != HookFree {
+		insns = append(insns,
+			asm.JSet.Imm(asm.R2, taskDead, "dead"),
+			asm.Mov.Imm(asm.R0, 0),
+			asm.Return(),
+			asm.LoadMem(asm.R6, asm.R1, int16(8*l.prevArg), asm.DWord).WithSymbol("dead"),
+		)
+	}
 	insns = append(insns,
-		asm.JSet.Imm(asm.R2, taskDead, "dead"),
-		asm.Mov.Imm(asm.R0, 0),
-		asm.Return(),
-
-		asm.LoadMem(asm.R6, asm.R1, int16(8*l.prevArg), asm.DWord).WithSymbol("dead"),
 		asm.LoadMapPtr(asm.R1, 0).WithReference(ringName),
 		asm.Mov.Imm(asm.R2, recordSize),
 		asm.Mov.Imm(asm.R3, 0),

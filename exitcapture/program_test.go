@@ -4,6 +4,7 @@ import (
 	"encoding/binary"
 	"testing"
 
+	"github.com/cilium/ebpf/asm"
 	"github.com/google/go-cmp/cmp"
 	"github.com/schedstatd/schedstatd/container"
 	"github.com/schedstatd/schedstatd/schedstat"
@@ -12,7 +13,7 @@ import (
 // TestHotPath pins what every context switch pays: the instructions before
 // the dead-task branch.
 func TestHotPath(t *testing.T) {
-	l := layout{prevArg: 1, stateArg: 3, pid: field{8, 4}, tgid: field{12, 4}, start: field{16, 8},
+	l := layout{hook: HookSwitch, prevArg: 1, stateArg: 3, pid: field{8, 4}, tgid: field{12, 4}, start: field{16, 8},
 		runtime: field{24, 8}, delay: field{32, 8}, pcount: field{40, 8}}
 	old := l
 	old.stateArg, old.state = -1, field{4, 4}
@@ -29,6 +30,26 @@ func TestHotPath(t *testing.T) {
 		if got := offs["dead"]; got != tc.want {
 			t.Errorf("%s: %d instructions before the dead-task branch, want %d:\n%v", tc.name, got, tc.want, insns)
 		}
+	}
+}
+
+// TestFreeHookNoBranch: at sched_process_free every run is a dead task, so
+// the program tests no state: it starts with the task and reserves the
+// record at once.
+func TestFreeHookNoBranch(t *testing.T) {
+	l := layout{hook: HookFree, pid: field{8, 4}, tgid: field{12, 4}, start: field{16, 8},
+		runtime: field{24, 8}, delay: field{32, 8}, pcount: field{40, 8}}
+	insns := program(l, 4096)
+	if insns[0].OpCode.Class() != asm.LdXClass || insns[0].Dst != asm.R6 || insns[0].Src != asm.R1 || insns[0].Offset != 0 {
+		t.Errorf("first instruction %v, want the task loaded from the context's slot 0 into R6", insns[0])
+	}
+	for _, ins := range insns[:4] {
+		if ins.OpCode.JumpOp() == asm.JSet {
+			t.Errorf("state test %v in the free hook", ins)
+		}
+	}
+	if got := collectionSpec(l, 4096).Programs[progName].AttachTo; got != "sched_process_free" {
+		t.Errorf("attaches to %q", got)
 	}
 }
 

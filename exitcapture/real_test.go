@@ -101,20 +101,26 @@ func collect(t testing.TB, s *Source, timeout time.Duration, done func(map[int32
 // walked hierarchy (v1 cpuacct, or cgroup2), with its parent and the root
 // as ancestors. In v1 the task sits in a unified cgroup of another name,
 // which must not matter. The main thread's record holds exactly what its
-// zombie's schedstat holds.
+// zombie's schedstat holds, at either hook: sched_process_free fires after
+// the final switch away, when the counters are final.
 func TestRecordsMatchProc(t *testing.T) {
 	for _, tc := range []struct {
 		name, hierarchy string
 		opts            Options
 	}{
-		{"cgroup2/prev_state argument", "unified", Options{}},
-		{"cgroup2/state read from prev", "unified", Options{stateFromTask: true}},
-		{"v1 cpuacct", "cpuacct", Options{}},
+		{"cgroup2/sched_process_free", "unified", Options{}},
+		{"cgroup2/sched_switch, prev_state argument", "unified", Options{Hook: HookSwitch}},
+		{"cgroup2/sched_switch, state read from prev", "unified", Options{stateFromTask: true}},
+		{"v1 cpuacct/sched_process_free", "cpuacct", Options{}},
+		{"v1 cpuacct/sched_switch", "cpuacct", Options{Hook: HookSwitch}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			testcg.Require(t, tc.hierarchy)
 			tc.opts.Hierarchy = hierarchy(t, tc.hierarchy)
 			s := openSource(t, tc.opts)
+			if want := map[bool]Hook{true: HookFree, false: HookSwitch}[tc.opts.Hook == HookAuto && !tc.opts.stateFromTask]; s.Hook() != want {
+				t.Fatalf("opened at %s, want %s", s.Hook(), want)
+			}
 			parent := testcg.Make(t, tc.hierarchy)
 			dir := filepath.Join(parent, "leaf")
 			if err := os.Mkdir(dir, 0o755); err != nil {
@@ -155,6 +161,9 @@ func TestRecordsMatchProc(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
+			// The zombie is reaped first: at sched_process_free a task's
+			// record comes once it is reaped and its last switch is done.
+			p.Kill()
 			got := collect(t, s, 5*time.Second, func(m map[int32]container.Exit) bool {
 				for tid := range start {
 					if _, ok := m[tid]; !ok {
@@ -163,7 +172,6 @@ func TestRecordsMatchProc(t *testing.T) {
 				}
 				return true
 			})
-			p.Kill()
 			for tid, st := range start {
 				x := got[tid]
 				ids := append([]uint64{x.Cgroup}, x.Ancestors[:2]...)

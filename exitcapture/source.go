@@ -3,11 +3,13 @@ package exitcapture
 import (
 	"errors"
 	"fmt"
+	"os"
 	"sync"
 	"sync/atomic"
 	"time"
 
 	"github.com/cilium/ebpf"
+	"github.com/cilium/ebpf/btf"
 	"github.com/cilium/ebpf/link"
 	"github.com/cilium/ebpf/ringbuf"
 	"github.com/schedstatd/schedstatd/cgroupfs"
@@ -49,12 +51,15 @@ type Options struct {
 	// wakes it sooner only when the ring is half full.
 	// DefaultPollInterval if 0.
 	PollInterval time.Duration
+	// Hook is the event final counters are taken at; HookAuto (the zero
+	// value) tries HookFree first, then HookSwitch.
+	Hook Hook
 	// Load creates the program and maps of spec in the kernel; nil means
 	// ebpf.NewCollection. Tests replace it to deny loading.
 	Load func(spec *ebpf.CollectionSpec) (*ebpf.Collection, error)
 
-	// stateFromTask builds the program for kernels whose sched_switch has
-	// no prev_state argument, so tests can load it here.
+	// stateFromTask builds the sched_switch program for kernels whose
+	// sched_switch has no prev_state argument, so tests can load it here.
 	stateFromTask bool
 }
 
@@ -65,6 +70,7 @@ type Options struct {
 type Source struct {
 	coll   *ebpf.Collection
 	link   link.Link
+	hook   Hook
 	reader *ringbuf.Reader
 	max    int
 	poll   time.Duration
@@ -87,9 +93,10 @@ type Source struct {
 	closeErr  error
 }
 
-// Open loads the program, attaches it to sched_switch and starts reading
-// records. It needs kernel BTF and CAP_BPF with CAP_PERFMON (or root); see
-// ErrUnsupported.
+// Open loads the program, attaches it to the hook opts.Hook names (with
+// HookAuto, sched_process_free where the kernel allows it, else
+// sched_switch) and starts reading records. It needs kernel BTF and
+// CAP_BPF with CAP_PERFMON (or root); see ErrUnsupported.
 func Open(opts Options) (*Source, error) {
 	opts = withDefaults(opts)
 	if opts.Hierarchy == nil {
@@ -108,7 +115,30 @@ func Open(opts Options) (*Source, error) {
 	if err != nil {
 		return nil, fmt.Errorf("exit capture %w", err)
 	}
-	l, err := kernelLayout(kernel, controller)
+	if opts.stateFromTask {
+		opts.Hook = HookSwitch
+	}
+	var s *Source
+	var errs []error
+	for _, hook := range opts.Hook.hooks() {
+		if s, err = open(opts, kernel, controller, hook); err == nil {
+			break
+		}
+		errs = append(errs, err)
+		if errors.Is(err, os.ErrPermission) {
+			break // no other hook loads without the privileges either
+		}
+	}
+	if s == nil {
+		return nil, errors.Join(errs...)
+	}
+	go s.read()
+	return s, nil
+}
+
+// open loads and attaches the program of hook and makes the ring's reader.
+func open(opts Options, kernel *btf.Spec, controller string, hook Hook) (*Source, error) {
+	l, err := kernelLayout(kernel, controller, hook)
 	if err != nil {
 		return nil, fmt.Errorf("exit capture %w: %w", ErrUnsupported, err)
 	}
@@ -120,16 +150,16 @@ func Open(opts Options) (*Source, error) {
 	}
 	coll, err := kbtf.LoadProgram(func() (*ebpf.Collection, error) { return opts.Load(collectionSpec(l, opts.RingBytes)) })
 	if err != nil {
-		return nil, fmt.Errorf("exit capture %w", err)
+		return nil, fmt.Errorf("exit capture at %s %w", hook, err)
 	}
-	s := &Source{coll: coll, lostMap: coll.Maps[lostName], max: opts.QueueLen, poll: opts.PollInterval, done: make(chan struct{})}
+	s := &Source{coll: coll, hook: hook, lostMap: coll.Maps[lostName], max: opts.QueueLen, poll: opts.PollInterval, done: make(chan struct{})}
 	s.link, err = link.AttachTracing(link.TracingOptions{
 		Program:    coll.Programs[progName],
 		AttachType: ebpf.AttachTraceRawTp,
 	})
 	if err != nil {
 		coll.Close()
-		return nil, fmt.Errorf("exit capture %w: attach to sched_switch: %w", ErrUnsupported, err)
+		return nil, fmt.Errorf("exit capture %w: attach to %s: %w", ErrUnsupported, hook, err)
 	}
 	s.reader, err = ringbuf.NewReader(coll.Maps[ringName])
 	if err != nil {
@@ -137,8 +167,16 @@ func Open(opts Options) (*Source, error) {
 		coll.Close()
 		return nil, fmt.Errorf("exitcapture: ring buffer reader: %w", err)
 	}
-	go s.read()
 	return s, nil
+}
+
+// Hook returns the event s takes final counters at. It may be called from
+// any goroutine; a nil Source has HookAuto.
+func (s *Source) Hook() Hook {
+	if s == nil {
+		return HookAuto
+	}
+	return s.hook
 }
 
 func withDefaults(o Options) Options {

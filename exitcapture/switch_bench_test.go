@@ -67,61 +67,68 @@ func progStats(b *testing.B, prog *ebpf.Program) func() (runs uint64, ns float64
 	}
 }
 
-// BenchmarkSwitch measures what the program costs the kernel. "off" and
-// "on" are pipe round trips between two threads without and with the
-// program attached (ns/op; each round trip is a few switches, see
-// switches/op). With it attached, the kernel's statistics give the
-// program's own run time per switch (prog-ns/switch); the statistics'
-// own clock reads are in that figure, and "empty", a program that only
-// returns, is the baseline that shows how much. "exits" runs threads
-// that exit at once and reports the program's time per record sent
-// (prog-ns/record), the hot path's share of the same interval taken out.
-// Every switch on the node runs the program, so the counts include other
-// tasks' switches too.
+// BenchmarkSwitch measures what the program costs the kernel on ordinary
+// context switches. "off" is pipe round trips between two threads with no
+// program (ns/op; each round trip is a few switches). "hook=..." attaches
+// exit capture at that hook: the kernel's BPF statistics give the
+// program's run time over the interval, per round trip (prog-ns/op) and
+// per run (prog-runs/op). At sched_process_free the program runs only
+// when a task is freed, never on a switch: prog-ns/op is zero but for
+// other tasks exiting on the node. At sched_switch it runs on every
+// switch (prog-ns/switch); the statistics' own clock reads are in that
+// figure, and "empty", a sched_switch program that only returns, shows
+// how much. "exits" runs threads that exit at once and reports the
+// program's time per record sent (prog-ns/record), the switch hot path's
+// share of the same interval taken out. Every switch on the node runs a
+// sched_switch program, so the counts include other tasks' switches too.
 func BenchmarkSwitch(b *testing.B) {
 	b.Run("off", func(b *testing.B) {
 		pingPong(b, b.N)
 	})
-	b.Run("on", func(b *testing.B) {
-		stats := progStats(b, openSource(b, Options{}).coll.Programs[progName])
+	measure := func(b *testing.B, prog *ebpf.Program) {
+		stats := progStats(b, prog)
 		runs0, ns0 := stats()
 		b.ResetTimer()
 		pingPong(b, b.N)
 		b.StopTimer()
 		runs, ns := stats()
-		b.ReportMetric((ns-ns0)/float64(runs-runs0), "prog-ns/switch")
-		b.ReportMetric(float64(runs-runs0)/float64(b.N), "switches/op")
-	})
+		b.ReportMetric((ns-ns0)/float64(b.N), "prog-ns/op")
+		b.ReportMetric(float64(runs-runs0)/float64(b.N), "prog-runs/op")
+		if runs > runs0 {
+			b.ReportMetric((ns-ns0)/float64(runs-runs0), "prog-ns/run")
+		}
+	}
+	for _, hook := range []Hook{HookFree, HookSwitch} {
+		b.Run("hook="+hook.String(), func(b *testing.B) {
+			measure(b, openSource(b, Options{Hook: hook}).coll.Programs[progName])
+		})
+	}
 	b.Run("empty", func(b *testing.B) {
-		stats := progStats(b, attachEmpty(b))
-		runs0, ns0 := stats()
-		b.ResetTimer()
-		pingPong(b, b.N)
-		b.StopTimer()
-		runs, ns := stats()
-		b.ReportMetric((ns-ns0)/float64(runs-runs0), "prog-ns/switch")
-		b.ReportMetric(float64(runs-runs0)/float64(b.N), "switches/op")
+		measure(b, attachEmpty(b))
 	})
-	b.Run("exits", func(b *testing.B) {
-		s := openSource(b, Options{})
-		stats := progStats(b, s.coll.Programs[progName])
-		runs0, ns0 := stats()
-		pingPong(b, 20000)
-		runs1, ns1 := stats()
-		hot := (ns1 - ns0) / float64(runs1-runs0)
-		events0 := s.Stats().Events
-		b.ResetTimer()
-		churn.Start(b, "threads "+strconv.Itoa(b.N)+" 0s 2").Wait(b, time.Minute)
-		b.StopTimer()
-		time.Sleep(3 * DefaultPollInterval) // let the reader take the last records
-		runs2, ns2 := stats()
-		records := float64(s.Stats().Events - events0)
-		b.ReportMetric((ns2-ns1-hot*(float64(runs2-runs1)-records))/records, "prog-ns/record")
-		b.ReportMetric(hot, "prog-ns/switch")
-		b.ReportMetric(records/float64(b.N), "records/op")
-		b.ReportMetric(float64(runs2-runs1)/records, "switches/record")
-		b.ReportMetric((ns2-ns1)/float64(runs2-runs1), "churn-prog-ns/switch")
-	})
+	for _, hook := range []Hook{HookFree, HookSwitch} {
+		b.Run("exits/hook="+hook.String(), func(b *testing.B) {
+			s := openSource(b, Options{Hook: hook})
+			stats := progStats(b, s.coll.Programs[progName])
+			runs0, ns0 := stats()
+			pingPong(b, 20000)
+			runs1, ns1 := stats()
+			hot := 0.0
+			if runs1 > runs0 {
+				hot = (ns1 - ns0) / float64(runs1-runs0)
+			}
+			events0 := s.Stats().Events
+			b.ResetTimer()
+			churn.Start(b, "threads "+strconv.Itoa(b.N)+" 0s 2").Wait(b, time.Minute)
+			b.StopTimer()
+			time.Sleep(100 * time.Millisecond) // let the last tasks be freed and read
+			runs2, ns2 := stats()
+			records := float64(s.Stats().Events - events0)
+			b.ReportMetric((ns2-ns1-hot*(float64(runs2-runs1)-records))/records, "prog-ns/record")
+			b.ReportMetric(records/float64(b.N), "records/op")
+			b.ReportMetric(float64(runs2-runs1)/records, "runs/record")
+		})
+	}
 }
 
 // attachEmpty attaches a sched_switch program that only returns.

@@ -99,7 +99,7 @@ func openSources(cfg *config, logger *slog.Logger) (*sources, error) {
 		logger.Info("no container runtime to ask: container, pod, namespace and image labels stay empty", "container_runtime_endpoint", cfg.runtimeEndpoint)
 	}
 	logger.Info("starting schedstatd", "version", version.Info(), "hierarchy", h.Name(), "cgroup_version", h.Version().String(),
-		"dir", h.Dir(), "bandwidth", h.BandwidthFile(), "pressure", h.PressureFile(), "interval", cfg.interval, "task_fd_budget", procs.Budget.Max, "task_iterator", src.iter != nil, "exit_capture", src.exits != nil, "container_runtime", src.runtime != nil, "latency", src.sched.Latency(), "preemption", src.sched.Preemption())
+		"dir", h.Dir(), "bandwidth", h.BandwidthFile(), "pressure", h.PressureFile(), "interval", cfg.interval, "task_fd_budget", procs.Budget.Max, "task_iterator", src.iter != nil, "exit_capture", src.exits != nil, "exit_hook", exitHook(src.exits), "container_runtime", src.runtime != nil, "latency", src.sched.Latency(), "preemption", src.sched.Preemption())
 	return src, nil
 }
 
@@ -176,4 +176,13 @@ func iterMode(source string) loadmode.Mode {
 		return loadmode.Off
 	}
 	return loadmode.Auto
+}
+
+// exitHook names the tracepoint exit capture is attached to, or "" when it
+// is off.
+func exitHook(s *exitcapture.Source) string {
+	if s == nil {
+		return ""
+	}
+	return s.Hook().String()
 }
