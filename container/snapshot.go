@@ -51,6 +51,12 @@ type Counters struct {
 	RetiredEvicted uint64
 	// ReadErrors counts failed reads by Reason.
 	ReadErrors [numReasons]uint64
+	// UnattributedTotals counts cgroups whose totals, kept by a source that
+	// aggregates in the kernel, grew after the cgroup was removed, or
+	// before a pass could list it: the increase went to the nearest
+	// ancestor that exists. TotalsForgotten counts removed cgroups whose
+	// totals the source was told to drop.
+	UnattributedTotals, TotalsForgotten uint64
 }
 
 // CgroupReadErrorsFor returns the number of cgroups that could not be read
@@ -144,6 +150,9 @@ func (t *Table) Snapshot() *Snapshot {
 func (t *Table) Counters() Counters {
 	c := t.counters
 	c.Tracked = len(t.tasks)
+	if t.totals != nil {
+		c.Tracked = t.totals.tasks
+	}
 	c.PendingExits = len(t.pending.list)
 	c.RetiredTracked, c.RetiredEvicted = t.graves.len(), t.graves.evicted
 	return c

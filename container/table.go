@@ -56,6 +56,8 @@ type Table struct {
 	restore  *restoreState
 	restored RestoreStats
 	stateGen uint64 // StateInto calls, to tell current indexes from old
+	// totals is set for a table of per-cgroup totals (NewCgroupTable).
+	totals *totalsState
 }
 
 // NewTable returns a table that lists cgroups with lister and opens tasks
@@ -108,6 +110,9 @@ func (t *Table) PassContext(ctx context.Context) error {
 		return fmt.Errorf("list cgroups: root %s has no id", t.listing.Cgroups[0].Path)
 	}
 	t.pending.resolve(t)
+	if t.totals != nil {
+		t.creditTotals()
+	}
 	n := 0
 	for i := range t.listing.Cgroups {
 		cg := order[i]
@@ -130,6 +135,9 @@ func (t *Table) PassContext(ctx context.Context) error {
 		t.finishRestore()
 	}
 	now := t.clock()
+	if t.totals != nil {
+		t.forgetTotals()
+	}
 	t.cgroups.end(t.pass, now)
 	t.graves.expire()
 	t.shrink()

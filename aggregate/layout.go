@@ -1,0 +1,74 @@
+package aggregate
+
+import (
+	"fmt"
+
+	"github.com/cilium/ebpf/btf"
+	"github.com/schedstatd/schedstatd/internal/kbtf"
+)
+
+// layout is what the programs need to know about the running kernel:
+// where the task fields they read sit in task_struct, and how a task's
+// cgroup in the walked hierarchy and that cgroup's ancestors are found.
+type layout struct {
+	exitState       kbtf.Field // task_struct.exit_state: nonzero once the task exited
+	runtime, delay  kbtf.Field // se.sum_exec_runtime, sched_info.run_delay
+	pcount          kbtf.Field // sched_info.pcount
+	cgroup          kbtf.CgroupLayout
+	freeTaskArg     int // slot of the task in sched_process_free's context
+	iterMetaSession int16
+	iterCtxMeta     int16
+	iterCtxTask     int16
+}
+
+// kernelLayout finds the layout in the kernel's BTF. controller is "" for
+// cgroup2, or the walked v1 hierarchy's controller.
+func kernelLayout(spec *btf.Spec, controller string) (layout, error) {
+	var l layout
+	var task *btf.Struct
+	if err := spec.TypeByName("task_struct", &task); err != nil {
+		return l, fmt.Errorf("%w: %w", kbtf.ErrLayout, err)
+	}
+	var err error
+	get := func(path ...string) kbtf.Field {
+		if err != nil {
+			return kbtf.Field{}
+		}
+		var f kbtf.Field
+		f, err = kbtf.Member(task, path...)
+		return f
+	}
+	l.exitState = get("exit_state")
+	l.runtime = get("se", "sum_exec_runtime")
+	l.delay = get("sched_info", "run_delay")
+	l.pcount = get("sched_info", "pcount")
+	if err != nil {
+		return l, err
+	}
+	// Task storage (Linux 5.11) is what the programs keep a task's last
+	// visit in; its map type's BTF name is the test for it.
+	var storage *btf.Struct
+	if err := spec.TypeByName("bpf_local_storage", &storage); err != nil {
+		return l, fmt.Errorf("%w: no task storage: %w", kbtf.ErrLayout, err)
+	}
+	var meta *btf.Struct
+	if err := spec.TypeByName("bpf_iter_meta", &meta); err != nil {
+		return l, fmt.Errorf("%w: no task iterator: %w", kbtf.ErrLayout, err)
+	}
+	f, err := kbtf.Member(meta, "session_id")
+	if err != nil {
+		return l, err
+	}
+	l.iterMetaSession = f.Offset
+	// struct bpf_iter__task { meta, task }, each a pointer.
+	l.iterCtxMeta, l.iterCtxTask = 0, 8
+	var td *btf.Typedef
+	if err := spec.TypeByName("btf_trace_sched_process_free", &td); err != nil {
+		return l, fmt.Errorf("%w: no sched_process_free tracepoint: %w", kbtf.ErrLayout, err)
+	}
+	l.freeTaskArg = 0
+	if l.cgroup, err = kbtf.Cgroups(spec, controller); err != nil {
+		return l, err
+	}
+	return l, nil
+}

@@ -1,0 +1,295 @@
+package aggregate
+
+import (
+	"errors"
+	"fmt"
+	"sync/atomic"
+	"unsafe"
+
+	"github.com/cilium/ebpf"
+	"github.com/cilium/ebpf/link"
+	"github.com/schedstatd/schedstatd/cgroupfs"
+	"github.com/schedstatd/schedstatd/container"
+	"github.com/schedstatd/schedstatd/internal/kbtf"
+	"github.com/schedstatd/schedstatd/schedstat"
+	"golang.org/x/sys/unix"
+)
+
+// ErrUnsupported is wrapped by the errors Open returns when the kernel or
+// the process's privileges do not allow the source: no kernel BTF, no task
+// storage (Linux 5.11), task iterator or sched_process_free, a walked
+// hierarchy the programs cannot name a task's cgroup in, a PID namespace
+// other than the host's, or missing CAP_BPF and CAP_PERFMON. It is the
+// other BPF sources' too.
+var ErrUnsupported = kbtf.ErrUnsupported
+
+// DefaultMaxCgroups is the number of cgroups whose totals the kernel keeps
+// at most when Options.MaxCgroups is 0: the cgroups that exist and those
+// removed in the last half minute. Credits beyond it go to the root and
+// are counted (Stats.Overflows).
+const DefaultMaxCgroups = 1 << 16
+
+// bpfIterCreate is BPF_ITER_CREATE in enum bpf_cmd.
+const bpfIterCreate = 33
+
+// Options configure Open.
+type Options struct {
+	// Hierarchy is the walked hierarchy, as cgroupfs.Open returns it: the
+	// programs key totals by the id of a task's cgroup there. Required.
+	Hierarchy *cgroupfs.Hierarchy
+	// Exits attaches the sched_process_free program, so a task's time
+	// counts up to its exit; without it, up to its last visit.
+	Exits bool
+	// MaxCgroups bounds the cgroups whose totals are kept;
+	// DefaultMaxCgroups if 0.
+	MaxCgroups int
+	// Load creates the programs and maps of spec in the kernel; nil means
+	// ebpf.NewCollection. Tests replace it to deny loading.
+	Load func(spec *ebpf.CollectionSpec) (*ebpf.Collection, error)
+}
+
+// value is a cgroup's totals as the kernel keeps them (see totSize).
+type value struct {
+	Run, Wait, Slices uint64
+	Session, Tasks    uint64
+	Ancestors         [container.MaxExitAncestors]uint64
+}
+
+// Source is a loaded kernel-aggregating source: a task iterator that
+// credits each task's increase since its last visit to its cgroup's
+// totals, and optionally a sched_process_free program that credits a
+// task's last stretch. Read runs the iterator and reads the totals;
+// Lister serves a container table made with container.NewCgroupTable. A
+// Source belongs to the goroutine that owns the table, except Stats,
+// which any goroutine may call, and Close, which may be called once
+// after that goroutine is done.
+type Source struct {
+	hier     *cgroupfs.Hierarchy
+	coll     *ebpf.Collection
+	iter     *link.Iter
+	free     link.Link // nil without Options.Exits
+	totalsM  *ebpf.Map
+	overflow *ebpf.Map
+
+	keys   []uint64
+	vals   []value
+	totals []container.CgroupTotal
+
+	reads, forgotten atomic.Uint64
+	cgroups, tasks   atomic.Int64
+}
+
+var _ container.CgroupSource = (*Source)(nil)
+
+// Open loads the programs and maps and attaches them. It needs kernel
+// BTF, Linux 5.11 or later, the host's PID namespace and CAP_BPF with
+// CAP_PERFMON (or root); see ErrUnsupported.
+func Open(opts Options) (*Source, error) {
+	if opts.Hierarchy == nil {
+		return nil, errors.New("aggregate: no hierarchy")
+	}
+	if opts.MaxCgroups == 0 {
+		opts.MaxCgroups = DefaultMaxCgroups
+	}
+	if opts.Load == nil {
+		opts.Load = ebpf.NewCollection
+	}
+	controller := ""
+	if opts.Hierarchy.Version() == cgroupfs.V1 {
+		controller = opts.Hierarchy.Name()
+	}
+	// The iterator visits the tasks of the reader's PID namespace only.
+	if host, err := cgroupfs.InitialPIDNamespace("/proc"); err != nil || !host {
+		return nil, fmt.Errorf("aggregating source %w: not in the host PID namespace (run with hostPID: true)", ErrUnsupported)
+	}
+	kernel, err := kbtf.KernelSpec()
+	if err != nil {
+		return nil, fmt.Errorf("aggregating source %w", err)
+	}
+	l, err := kernelLayout(kernel, controller)
+	if err != nil {
+		return nil, fmt.Errorf("aggregating source %w: %w", ErrUnsupported, err)
+	}
+	coll, err := kbtf.LoadProgram(func() (*ebpf.Collection, error) {
+		return opts.Load(collectionSpec(l, opts.MaxCgroups, opts.Exits))
+	})
+	if err != nil {
+		return nil, fmt.Errorf("aggregating source %w", err)
+	}
+	s := &Source{hier: opts.Hierarchy, coll: coll, totalsM: coll.Maps[totalsName], overflow: coll.Maps[overflowName]}
+	// Entry 0 takes what cannot be placed; it exists before any program
+	// runs, so a full map always has it.
+	if err := s.totalsM.Update(uint64(0), value{}, ebpf.UpdateNoExist); err != nil {
+		coll.Close()
+		return nil, fmt.Errorf("aggregating source: entry 0: %w", err)
+	}
+	if s.iter, err = link.AttachIter(link.IterOptions{Program: coll.Programs[iterName]}); err != nil {
+		coll.Close()
+		return nil, fmt.Errorf("aggregating source %w: attach iterator: %w", ErrUnsupported, err)
+	}
+	if opts.Exits {
+		s.free, err = link.AttachTracing(link.TracingOptions{Program: coll.Programs[freeName], AttachType: ebpf.AttachTraceRawTp})
+		if err != nil {
+			s.iter.Close()
+			coll.Close()
+			return nil, fmt.Errorf("aggregating source %w: attach to sched_process_free: %w", ErrUnsupported, err)
+		}
+	}
+	return s, nil
+}
+
+// Close detaches and unloads the programs and frees the maps.
+func (s *Source) Close() error {
+	var errs []error
+	if s.free != nil {
+		errs = append(errs, s.free.Close())
+	}
+	errs = append(errs, s.iter.Close())
+	s.coll.Close()
+	return errors.Join(errs...)
+}
+
+// Exits reports whether the sched_process_free program is attached.
+func (s *Source) Exits() bool { return s != nil && s.free != nil }
+
+// Read runs the iterator once, which credits every live task's increase
+// in the kernel, and then reads every cgroup's totals. On error the
+// totals of the last read stay.
+func (s *Source) Read() error {
+	if err := s.run(); err != nil {
+		return err
+	}
+	return s.lookup()
+}
+
+// run creates an iterator and reads it to its end; the program writes
+// nothing, so one read returns 0.
+func (s *Source) run() error {
+	attr := struct{ linkFD, flags uint32 }{linkFD: uint32(s.iter.FD())}
+	r, _, errno := unix.Syscall(unix.SYS_BPF, bpfIterCreate, uintptr(unsafe.Pointer(&attr)), unsafe.Sizeof(attr))
+	if errno != 0 {
+		return fmt.Errorf("aggregate: create iterator: %w", errno)
+	}
+	fd := int(r)
+	defer unix.Close(fd)
+	var buf [64]byte
+	for {
+		n, err := unix.Read(fd, buf[:])
+		if errors.Is(err, unix.EINTR) {
+			continue
+		}
+		if err != nil {
+			return fmt.Errorf("aggregate: read iterator: %w", err)
+		}
+		if n == 0 {
+			return nil
+		}
+	}
+}
+
+// lookup reads every entry of the totals in batches into s.totals. Tasks
+// count only in entries of the latest session: the iterator's sessions
+// are numbered up, and every entry it counted a task in this read holds
+// the newest.
+func (s *Source) lookup() error {
+	n := 0
+	var cursor ebpf.MapBatchCursor
+	for {
+		if len(s.keys)-n < batch {
+			s.keys = append(s.keys, make([]uint64, batch)...)
+			s.vals = append(s.vals, make([]value, batch)...)
+		}
+		m, err := s.totalsM.BatchLookup(&cursor, s.keys[n:n+batch], s.vals[n:n+batch], nil)
+		n += m
+		if errors.Is(err, ebpf.ErrKeyNotExist) {
+			break
+		}
+		if err != nil {
+			return fmt.Errorf("aggregate: read totals: %w", err)
+		}
+	}
+	var session uint64
+	for i := range n {
+		session = max(session, s.vals[i].Session)
+	}
+	s.totals = s.totals[:0]
+	tasks := 0
+	for i := range n {
+		v := &s.vals[i]
+		t := container.CgroupTotal{
+			ID:        s.keys[i],
+			Stat:      schedstat.Stat{RunNanoseconds: v.Run, WaitNanoseconds: v.Wait, Timeslices: v.Slices},
+			Ancestors: v.Ancestors,
+		}
+		if v.Session == session && session != 0 {
+			t.Tasks = int(v.Tasks)
+			tasks += t.Tasks
+		}
+		s.totals = append(s.totals, t)
+	}
+	if cap(s.keys) > 4*n+4*batch {
+		s.keys, s.vals = nil, nil
+	}
+	s.reads.Add(1)
+	s.cgroups.Store(int64(n))
+	s.tasks.Store(int64(tasks))
+	return nil
+}
+
+// batch is how many entries one lookup syscall reads at most.
+const batch = 4096
+
+// Totals implements container.CgroupSource: the totals of the last Read.
+func (s *Source) Totals() []container.CgroupTotal { return s.totals }
+
+// Forget implements container.CgroupSource: it deletes id's entry and
+// returns its totals. A program that found the entry just before the
+// delete may still add to it; that addition is lost (a task of a cgroup
+// removed half a minute ago, freed at that instant).
+func (s *Source) Forget(id uint64) (schedstat.Stat, bool) {
+	if id == 0 {
+		return schedstat.Stat{}, false
+	}
+	var v value
+	err := s.totalsM.LookupAndDelete(id, &v)
+	if errors.Is(err, ebpf.ErrNotSupported) || errors.Is(err, unix.EINVAL) {
+		// Hash maps delete on lookup from Linux 5.14.
+		if err = s.totalsM.Lookup(id, &v); err == nil {
+			err = s.totalsM.Delete(id)
+		}
+	}
+	if err != nil {
+		return schedstat.Stat{}, false
+	}
+	s.forgotten.Add(1)
+	return schedstat.Stat{RunNanoseconds: v.Run, WaitNanoseconds: v.Wait, Timeslices: v.Slices}, true
+}
+
+// Stats are a Source's counts.
+type Stats struct {
+	// Reads counts completed reads (an iterator run and a read of the
+	// totals).
+	Reads uint64
+	// Cgroups is the number of cgroups with totals at the last read, and
+	// Tasks the live tasks the last read counted in them.
+	Cgroups, Tasks int
+	// Overflows counts credits the kernel could not file under their
+	// cgroup, the totals being full: they went to the root.
+	Overflows uint64
+	// Forgotten counts entries of removed cgroups deleted.
+	Forgotten uint64
+}
+
+// Stats returns s's counts; a nil Source has none. It may be called from
+// any goroutine.
+func (s *Source) Stats() Stats {
+	if s == nil {
+		return Stats{}
+	}
+	st := Stats{Reads: s.reads.Load(), Cgroups: int(s.cgroups.Load()), Tasks: int(s.tasks.Load()), Forgotten: s.forgotten.Load()}
+	var n uint64
+	if err := s.overflow.Lookup(uint32(0), &n); err == nil {
+		st.Overflows = n
+	}
+	return st
+}
