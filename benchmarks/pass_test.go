@@ -29,7 +29,11 @@ const containersPerPod = 4
 // walked by cgroupfs from the tree's top: schedstatd's table (walk, one
 // pread per task on a kept fd, accounting, rollup), the same table fed by
 // the BPF task iterator (one read of every task on the node, a walk of the
-// whole hierarchy mapping cgroup ids to paths, accounting, rollup), the floor of one bare
+// whole hierarchy mapping cgroup ids to paths, accounting, rollup), the
+// table of totals kept in the kernel (one iterator run that emits
+// nothing, a batch read of the per-cgroup totals, the walk, accounting per
+// cgroup, rollup: its CPU time includes the program's, which runs in the
+// reading thread's read), the floor of one bare
 // pread per listed task on fds kept open (no walk, no parsing, no
 // accounting), the walk alone (each cgroup's tasks file and counter), and
 // a pass that walks the same way but reads every task with os.ReadFile
@@ -111,6 +115,9 @@ func BenchmarkPass(b *testing.B) {
 				b.Fatalf("no cgroup %s with %d threads in the iterator's pass", rel, threads)
 			}
 			measureTable(b, table, s.Cgroups[0].Tasks)
+		})
+		b.Run("aggregate", func(b *testing.B) {
+			benchAggregate(b, top, threads)
 		})
 		b.Run("readfile", func(b *testing.B) {
 			h := openTop(b, top)

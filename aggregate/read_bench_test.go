@@ -1,0 +1,74 @@
+package aggregate
+
+import (
+	"testing"
+
+	"github.com/cilium/ebpf"
+	"github.com/cilium/ebpf/asm"
+	"github.com/cilium/ebpf/link"
+	"github.com/schedstatd/schedstatd/cgroupfs"
+	"github.com/schedstatd/schedstatd/internal/benchx"
+)
+
+// BenchmarkRead times the parts of a pass of the source: the iterator's
+// run over every task on the node (the programs' time is the reading
+// thread's), the batch read of the totals, and the walk.
+func BenchmarkRead(b *testing.B) {
+	s := openSource(b, Options{Exits: true})
+	if err := s.Read(); err != nil {
+		b.Fatal(err)
+	}
+	tasks := s.Stats().Tasks
+	b.Run("iterator", func(b *testing.B) {
+		benchx.EachMode(b, tasks, func() {
+			if err := s.run(); err != nil {
+				b.Fatal(err)
+			}
+		})
+	})
+	b.Run("totals", func(b *testing.B) {
+		benchx.EachMode(b, tasks, func() {
+			if err := s.lookup(); err != nil {
+				b.Fatal(err)
+			}
+		})
+		b.ReportMetric(float64(len(s.Totals())), "cgroups")
+	})
+	b.Run("walk", func(b *testing.B) {
+		var l cgroupfs.Listing
+		benchx.EachMode(b, tasks, func() {
+			if err := s.hier.ListTree(&l); err != nil {
+				b.Fatal(err)
+			}
+		})
+		b.ReportMetric(float64(len(l.Cgroups)), "cgroups")
+	})
+}
+
+// BenchmarkIteratorFloor times an iter/task program that only returns:
+// what the kernel's walk over every task costs before any program work.
+func BenchmarkIteratorFloor(b *testing.B) {
+	s := openSource(b, Options{})
+	prog, err := ebpf.NewProgram(&ebpf.ProgramSpec{
+		Name: "schedstatd_nopi", Type: ebpf.Tracing, AttachType: ebpf.AttachTraceIter, AttachTo: "task",
+		License: license, Instructions: asm.Instructions{asm.Mov.Imm(asm.R0, 0), asm.Return()},
+	})
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { prog.Close() })
+	it, err := link.AttachIter(link.IterOptions{Program: prog})
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { it.Close() })
+	if err := s.Read(); err != nil {
+		b.Fatal(err)
+	}
+	empty := &Source{iter: it}
+	benchx.EachMode(b, s.Stats().Tasks, func() {
+		if err := empty.run(); err != nil {
+			b.Fatal(err)
+		}
+	})
+}
