@@ -14,6 +14,7 @@ const (
 	iterName     = "schedstatd_agg"
 	freeName     = "schedstatd_aggx"
 	lastName     = "schedstatd_last"
+	runName      = "schedstatd_run"
 	totalsName   = "schedstatd_cgtot"
 	overflowName = "schedstatd_cgovf"
 )
@@ -43,6 +44,20 @@ const (
 	totTasks     = 32
 	totAncestors = 40
 	totSize      = totAncestors + 8*container.MaxExitAncestors
+)
+
+// The iterator's run: the credits of consecutive tasks that share a
+// css_set (threads of one process, mostly), added up before they go to
+// their cgroup's totals at once, when a task of another css_set comes or
+// the iteration ends. One slot; only the iterator touches it, and one
+// iteration runs at a time.
+const (
+	runCSS     = 0  // u64 the css_set, as a number
+	runSession = 8  // u64 the session that filled it
+	runID      = 16 // u64 the totals' key it goes to
+	runDelta   = 24 // three u64, as totRun, totWait, totSlices
+	runTasks   = 48 // u64
+	runSize    = 56
 )
 
 // Stack slots below the frame pointer.
@@ -78,6 +93,7 @@ func collectionSpec(l layout, maxCgroups int, exits bool) *ebpf.CollectionSpec {
 			},
 			totalsName:   {Name: totalsName, Type: ebpf.Hash, KeySize: 8, ValueSize: totSize, MaxEntries: uint32(maxCgroups), Flags: noPrealloc},
 			overflowName: {Name: overflowName, Type: ebpf.Array, KeySize: 4, ValueSize: 8, MaxEntries: 1},
+			runName:      {Name: runName, Type: ebpf.Array, KeySize: 4, ValueSize: runSize, MaxEntries: 1},
 		},
 		Programs: map[string]*ebpf.ProgramSpec{
 			iterName: {
@@ -98,18 +114,21 @@ func collectionSpec(l layout, maxCgroups int, exits bool) *ebpf.CollectionSpec {
 // iterProgram returns the iter/task program. For every live task it reads
 // the three counters, swaps them with those its task storage kept from
 // the last visit (zero at the first), and adds the increase to the totals
-// of the task's cgroup, counting the task there for this session. It emits
-// nothing. A task that has exited (exit_state set) is left to the
-// sched_process_free program: the iterator runs under rcu_read_lock and
-// the task is freed by an RCU callback queued after exit_state was set, so
-// a visit that sees exit_state clear ends before that callback starts, and
-// the two never credit the same stretch.
+// of the task's cgroup, counting the task there for this session; tasks
+// that share the previous task's css_set are added up in the run slot
+// first, which goes to the totals when another css_set comes and at the
+// end (the call with no task). It emits nothing. A task that has exited
+// (exit_state set) is left to the sched_process_free program: the
+// iterator runs under rcu_read_lock and the task is freed by an RCU
+// callback queued after exit_state was set, so a visit that sees
+// exit_state clear ends before that callback starts, and the two never
+// credit the same stretch.
 func iterProgram(l layout) asm.Instructions {
 	insns := asm.Instructions{
 		asm.LoadMem(asm.R6, asm.R1, l.iterCtxMeta, asm.DWord),
 		asm.LoadMem(asm.R7, asm.R1, l.iterCtxTask, asm.DWord),
-		asm.JEq.Imm(asm.R7, 0, "out"),
 		asm.LoadMem(asm.R8, asm.R6, l.iterMetaSession, asm.DWord),
+		asm.JEq.Imm(asm.R7, 0, "end"),
 		load(asm.R1, asm.R7, l.exitState),
 		asm.JNE.Imm(asm.R1, 0, "out"),
 
@@ -133,7 +152,126 @@ func iterProgram(l layout) asm.Instructions {
 			asm.StoreMem(asm.RFP, stackDelta+c.last, asm.R1, asm.DWord).WithSymbol(ok),
 		)
 	}
-	return append(insns, credit(l, true)...)
+	insns = append(insns, runSlot("direct")...)
+	// Same css_set and session as the run: add to it.
+	insns = append(insns,
+		asm.Mov.Reg(asm.R9, asm.R0),
+		asm.LoadMem(asm.R2, asm.R9, runCSS, asm.DWord),
+		l.cgroup.TaskCSSSet(asm.R1, asm.R7),
+		asm.JNE.Reg(asm.R1, asm.R2, "change"),
+		asm.LoadMem(asm.R2, asm.R9, runSession, asm.DWord),
+		asm.JNE.Reg(asm.R2, asm.R8, "change"),
+	)
+	for _, off := range []int16{totRun, totWait, totSlices} {
+		insns = append(insns,
+			asm.LoadMem(asm.R1, asm.RFP, stackDelta+off, asm.DWord),
+			asm.LoadMem(asm.R2, asm.R9, runDelta+off, asm.DWord),
+			asm.Add.Reg(asm.R2, asm.R1),
+			asm.StoreMem(asm.R9, runDelta+off, asm.R2, asm.DWord),
+		)
+	}
+	insns = append(insns,
+		asm.LoadMem(asm.R1, asm.R9, runTasks, asm.DWord),
+		asm.Add.Imm(asm.R1, 1),
+		asm.StoreMem(asm.R9, runTasks, asm.R1, asm.DWord),
+		asm.Ja.Label("out"),
+	)
+	// Another css_set: the run goes to its totals, and this task starts
+	// the next one, credited directly (which makes its cgroup's entry).
+	insns = append(insns, flush("change")...)
+	insns = append(insns,
+		l.cgroup.TaskCSSSet(asm.R1, asm.R7),
+		asm.StoreMem(asm.R9, runCSS, asm.R1, asm.DWord),
+		asm.StoreMem(asm.R9, runSession, asm.R8, asm.DWord),
+	)
+	insns = append(insns, credit(l, true, "start")...)
+	insns = append(insns,
+		asm.LoadMem(asm.R1, asm.RFP, stackKey, asm.DWord),
+		asm.StoreMem(asm.R9, runID, asm.R1, asm.DWord),
+		asm.Ja.Label("out"),
+	)
+	// No run slot (an array's slot is always there): credit directly.
+	insns = append(insns, credit(l, true, "direct")...)
+	insns = append(insns, asm.Ja.Label("out"))
+	// The end of the iteration: the last run goes to its totals.
+	insns = append(insns, runSlot("out").WithSymbol("end")...)
+	insns = append(insns, asm.Mov.Reg(asm.R9, asm.R0))
+	insns = append(insns, flush("flush")...)
+	insns = append(insns, asm.Mov.Imm(asm.R1, 0), asm.StoreMem(asm.R9, runCSS, asm.R1, asm.DWord))
+	return append(insns,
+		asm.Mov.Imm(asm.R0, 0).WithSymbol("out"),
+		asm.Return(),
+	)
+}
+
+// WithSymbol names the first instruction of insns.
+type symbolic asm.Instructions
+
+func (s symbolic) WithSymbol(name string) asm.Instructions {
+	s[0] = s[0].WithSymbol(name)
+	return asm.Instructions(s)
+}
+
+// runSlot returns the instructions that look the run slot up into R0,
+// jumping to miss if it is missing (it never is: an array's slot).
+func runSlot(miss string) symbolic {
+	return symbolic{
+		asm.StoreImm(asm.RFP, stackKey, 0, asm.Word),
+		asm.LoadMapPtr(asm.R1, 0).WithReference(runName),
+		asm.Mov.Reg(asm.R2, asm.RFP),
+		asm.Add.Imm(asm.R2, stackKey),
+		asm.FnMapLookupElem.Call(),
+		asm.JEq.Imm(asm.R0, 0, miss),
+	}
+}
+
+// flush returns the instructions, starting at label name, that add the run
+// in R9 to the totals its key names (entry 0 if that entry is gone) and
+// empty it. A run of an older session, left by an iteration that did not
+// end, adds its counters but not its tasks.
+func flush(name string) asm.Instructions {
+	insns := asm.Instructions{
+		asm.LoadMem(asm.R1, asm.R9, runCSS, asm.DWord).WithSymbol(name),
+		asm.JEq.Imm(asm.R1, 0, name+"_done"),
+		asm.LoadMem(asm.R1, asm.R9, runID, asm.DWord),
+		asm.StoreMem(asm.RFP, stackKey, asm.R1, asm.DWord),
+		asm.LoadMapPtr(asm.R1, 0).WithReference(totalsName),
+		asm.Mov.Reg(asm.R2, asm.RFP),
+		asm.Add.Imm(asm.R2, stackKey),
+		asm.FnMapLookupElem.Call(),
+		asm.JNE.Imm(asm.R0, 0, name+"_add"),
+		asm.Mov.Imm(asm.R1, 0),
+		asm.StoreMem(asm.RFP, stackKey, asm.R1, asm.DWord),
+		asm.LoadMapPtr(asm.R1, 0).WithReference(totalsName),
+		asm.Mov.Reg(asm.R2, asm.RFP),
+		asm.Add.Imm(asm.R2, stackKey),
+		asm.FnMapLookupElem.Call(),
+		asm.JEq.Imm(asm.R0, 0, name+"_done"),
+		asm.Mov.Reg(asm.R6, asm.R0).WithSymbol(name + "_add"),
+	}
+	for _, off := range []int16{totRun, totWait, totSlices} {
+		insns = append(insns,
+			asm.LoadMem(asm.R1, asm.R9, runDelta+off, asm.DWord),
+			asm.AddAtomic.Mem(asm.R6, asm.R1, asm.DWord, off),
+		)
+	}
+	insns = append(insns,
+		asm.LoadMem(asm.R3, asm.R9, runSession, asm.DWord),
+		asm.JNE.Reg(asm.R3, asm.R8, name+"_done"),
+		asm.LoadMem(asm.R1, asm.R6, totSession, asm.DWord),
+		asm.LoadMem(asm.R2, asm.R6, totTasks, asm.DWord),
+		asm.JEq.Reg(asm.R1, asm.R8, name+"_count"),
+		asm.StoreMem(asm.R6, totSession, asm.R8, asm.DWord),
+		asm.Mov.Imm(asm.R2, 0),
+		asm.LoadMem(asm.R1, asm.R9, runTasks, asm.DWord).WithSymbol(name+"_count"),
+		asm.Add.Reg(asm.R2, asm.R1),
+		asm.StoreMem(asm.R6, totTasks, asm.R2, asm.DWord),
+		asm.Mov.Imm(asm.R1, 0).WithSymbol(name+"_done"),
+	)
+	for off := int16(runDelta); off < runSize; off += 8 {
+		insns = append(insns, asm.StoreMem(asm.R9, off, asm.R1, asm.DWord))
+	}
+	return insns
 }
 
 // freeProgram returns the sched_process_free program: the task is dead,
@@ -162,7 +300,11 @@ func freeProgram(l layout) asm.Instructions {
 			asm.StoreMem(asm.RFP, stackDelta+c.last, asm.R1, asm.DWord).WithSymbol(ok),
 		)
 	}
-	return append(insns, credit(l, false)...)
+	insns = append(insns, credit(l, false, "credit")...)
+	return append(insns,
+		asm.Mov.Imm(asm.R0, 0).WithSymbol("out"),
+		asm.Return(),
+	)
 }
 
 // counter is one of the three counters: where it sits in task_struct and
@@ -177,39 +319,40 @@ func counters(l layout) [3]counter {
 	return [3]counter{{l.runtime, lastRun}, {l.delay, lastWait}, {l.pcount, lastSlices}}
 }
 
-// credit returns the instructions that add the delta on the stack to the
-// totals of the cgroup of the task in R7, making its entry (with its
+// credit returns the instructions, starting at label name, that add the
+// delta on the stack to the totals of the cgroup of the task in R7, making its entry (with its
 // ancestors' ids) if there is none. A cgroup the program cannot name, and
 // every credit once the totals are full, go to entry 0, which the source
 // makes at load and credits to the root; the latter are counted in the
 // overflow array. With countTask, the entry counts the task for the
-// session in R8.
-func credit(l layout, countTask bool) asm.Instructions {
-	var insns asm.Instructions
-	insns = append(insns, l.cgroup.TaskCgroup(asm.R6, asm.R7, "overflow")...)
-	insns = append(insns, l.cgroup.CgroupID(asm.R1, asm.R6, "overflow")...)
+// session in R8. The key used is left on the stack; the code falls through
+// when done, and jumps to "out" if not even entry 0 is there.
+func credit(l layout, countTask bool, name string) asm.Instructions {
+	insns := asm.Instructions{asm.Mov.Imm(asm.R1, 0).WithSymbol(name)}
+	insns = append(insns, l.cgroup.TaskCgroup(asm.R6, asm.R7, name+"_overflow")...)
+	insns = append(insns, l.cgroup.CgroupID(asm.R1, asm.R6, name+"_overflow")...)
 	insns = append(insns,
 		asm.StoreMem(asm.RFP, stackKey, asm.R1, asm.DWord),
 		asm.LoadMapPtr(asm.R1, 0).WithReference(totalsName),
 		asm.Mov.Reg(asm.R2, asm.RFP),
 		asm.Add.Imm(asm.R2, stackKey),
 		asm.FnMapLookupElem.Call(),
-		asm.JNE.Imm(asm.R0, 0, "add"),
+		asm.JNE.Imm(asm.R0, 0, name+"_add"),
 		// A new entry: zero counters, the ancestors' ids.
 		asm.LoadMem(asm.R1, asm.RFP, stackKey, asm.DWord),
-		asm.JEq.Imm(asm.R1, 0, "overflow"),
+		asm.JEq.Imm(asm.R1, 0, name+"_overflow"),
 	)
 	insns = append(insns, asm.Mov.Imm(asm.R1, 0))
 	for off := int16(0); off < totSize; off += 8 {
 		insns = append(insns, asm.StoreMem(asm.RFP, stackValue+off, asm.R1, asm.DWord))
 	}
 	for i := range container.MaxExitAncestors {
-		insns = append(insns, l.cgroup.Parent(asm.R6, asm.R6, "insert")...)
-		insns = append(insns, l.cgroup.CgroupID(asm.R1, asm.R6, "insert")...)
+		insns = append(insns, l.cgroup.Parent(asm.R6, asm.R6, name+"_insert")...)
+		insns = append(insns, l.cgroup.CgroupID(asm.R1, asm.R6, name+"_insert")...)
 		insns = append(insns, asm.StoreMem(asm.RFP, stackValue+totAncestors+int16(8*i), asm.R1, asm.DWord))
 	}
 	insns = append(insns,
-		asm.LoadMapPtr(asm.R1, 0).WithReference(totalsName).WithSymbol("insert"),
+		asm.LoadMapPtr(asm.R1, 0).WithReference(totalsName).WithSymbol(name+"_insert"),
 		asm.Mov.Reg(asm.R2, asm.RFP),
 		asm.Add.Imm(asm.R2, stackKey),
 		asm.Mov.Reg(asm.R3, asm.RFP),
@@ -221,7 +364,7 @@ func credit(l layout, countTask bool) asm.Instructions {
 		asm.Mov.Reg(asm.R2, asm.RFP),
 		asm.Add.Imm(asm.R2, stackKey),
 		asm.FnMapLookupElem.Call(),
-		asm.JNE.Imm(asm.R0, 0, "add"),
+		asm.JNE.Imm(asm.R0, 0, name+"_add"),
 
 		// The totals are full: count it, and credit entry 0.
 		asm.StoreImm(asm.RFP, stackKey, 0, asm.Word),
@@ -229,10 +372,10 @@ func credit(l layout, countTask bool) asm.Instructions {
 		asm.Add.Imm(asm.R2, stackKey),
 		asm.LoadMapPtr(asm.R1, 0).WithReference(overflowName),
 		asm.FnMapLookupElem.Call(),
-		asm.JEq.Imm(asm.R0, 0, "overflow"),
+		asm.JEq.Imm(asm.R0, 0, name+"_overflow"),
 		asm.Mov.Imm(asm.R1, 1),
 		asm.StoreXAdd(asm.R0, asm.R1, asm.DWord),
-		asm.Mov.Imm(asm.R1, 0).WithSymbol("overflow"),
+		asm.Mov.Imm(asm.R1, 0).WithSymbol(name+"_overflow"),
 		asm.StoreMem(asm.RFP, stackKey, asm.R1, asm.DWord),
 		asm.LoadMapPtr(asm.R1, 0).WithReference(totalsName),
 		asm.Mov.Reg(asm.R2, asm.RFP),
@@ -240,7 +383,7 @@ func credit(l layout, countTask bool) asm.Instructions {
 		asm.FnMapLookupElem.Call(),
 		asm.JEq.Imm(asm.R0, 0, "out"),
 
-		asm.Mov.Reg(asm.R6, asm.R0).WithSymbol("add"),
+		asm.Mov.Reg(asm.R6, asm.R0).WithSymbol(name+"_add"),
 	)
 	for _, off := range []int16{totRun, totWait, totSlices} {
 		insns = append(insns,
@@ -253,17 +396,14 @@ func credit(l layout, countTask bool) asm.Instructions {
 		insns = append(insns,
 			asm.LoadMem(asm.R1, asm.R6, totSession, asm.DWord),
 			asm.LoadMem(asm.R2, asm.R6, totTasks, asm.DWord),
-			asm.JEq.Reg(asm.R1, asm.R8, "count"),
+			asm.JEq.Reg(asm.R1, asm.R8, name+"_count"),
 			asm.StoreMem(asm.R6, totSession, asm.R8, asm.DWord),
 			asm.Mov.Imm(asm.R2, 0),
-			asm.Add.Imm(asm.R2, 1).WithSymbol("count"),
+			asm.Add.Imm(asm.R2, 1).WithSymbol(name+"_count"),
 			asm.StoreMem(asm.R6, totTasks, asm.R2, asm.DWord),
 		)
 	}
-	return append(insns,
-		asm.Mov.Imm(asm.R0, 0).WithSymbol("out"),
-		asm.Return(),
-	)
+	return insns
 }
 
 // load reads the field f of the struct src points to into dst.

@@ -149,6 +149,14 @@ func (s *Source) Close() error {
 	return errors.Join(errs...)
 }
 
+// controller is the walked v1 hierarchy's controller, or "" for cgroup2.
+func (s *Source) controller() string {
+	if s.hier.Version() == cgroupfs.V1 {
+		return s.hier.Name()
+	}
+	return ""
+}
+
 // Exits reports whether the sched_process_free program is attached.
 func (s *Source) Exits() bool { return s != nil && s.free != nil }
 

@@ -136,6 +136,14 @@ func (l CgroupLayout) TaskCgroup(dst, src asm.Register, miss string) asm.Instruc
 	)
 }
 
+// TaskCSSSet returns the instruction that loads into dst the css_set of the
+// task src points to (task_struct.cgroups), which tasks in the same
+// cgroups share: a program may compare it as a number to tell whether two
+// tasks are in the same cgroup.
+func (l CgroupLayout) TaskCSSSet(dst, src asm.Register) asm.Instruction {
+	return l.cgroups.load(dst, src)
+}
+
 // CgroupID returns instructions that load into dst the id of the cgroup
 // src points to (its kernfs node id, the inode of its directory), jumping
 // to miss if the node is NULL.
