@@ -31,7 +31,7 @@ func BenchmarkProgramParts(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	full := iterProgram(l)
+	full := iterProgram(l, false)
 	const head, storage = 6, 13 // instructions up to exit_state, and up to the storage call's result
 	for _, v := range []struct {
 		name  string
@@ -74,7 +74,7 @@ func BenchmarkProgramParts(b *testing.B) {
 		part := &Source{iter: it}
 		b.Run(v.name, func(b *testing.B) {
 			benchx.EachMode(b, tasks, func() {
-				if err := part.run(); err != nil {
+				if err := part.run(it); err != nil {
 					b.Fatal(err)
 				}
 			})

@@ -12,6 +12,7 @@ import (
 // (at most 15 bytes).
 const (
 	iterName     = "schedstatd_agg"
+	primeName    = "schedstatd_aggp"
 	freeName     = "schedstatd_aggx"
 	lastName     = "schedstatd_last"
 	runName      = "schedstatd_run"
@@ -98,7 +99,11 @@ func collectionSpec(l layout, maxCgroups int, exits bool) *ebpf.CollectionSpec {
 		Programs: map[string]*ebpf.ProgramSpec{
 			iterName: {
 				Name: iterName, Type: ebpf.Tracing, AttachType: ebpf.AttachTraceIter, AttachTo: "task",
-				License: license, Instructions: iterProgram(l),
+				License: license, Instructions: iterProgram(l, false),
+			},
+			primeName: {
+				Name: primeName, Type: ebpf.Tracing, AttachType: ebpf.AttachTraceIter, AttachTo: "task",
+				License: license, Instructions: iterProgram(l, true),
 			},
 		},
 	}
@@ -123,7 +128,11 @@ func collectionSpec(l layout, maxCgroups int, exits bool) *ebpf.CollectionSpec {
 // callback queued after exit_state was set, so a visit that sees
 // exit_state clear ends before that callback starts, and the two never
 // credit the same stretch.
-func iterProgram(l layout) asm.Instructions {
+//
+// With prime, it credits no increase: it only sets each task's storage to
+// its counters now (and counts the tasks), for a daemon restored from a
+// state that has counted the tasks' time so far already.
+func iterProgram(l layout, prime bool) asm.Instructions {
 	insns := asm.Instructions{
 		asm.LoadMem(asm.R6, asm.R1, l.iterCtxMeta, asm.DWord),
 		asm.LoadMem(asm.R7, asm.R1, l.iterCtxTask, asm.DWord),
@@ -151,6 +160,9 @@ func iterProgram(l layout) asm.Instructions {
 			asm.Mov.Imm(asm.R1, 0),
 			asm.StoreMem(asm.RFP, stackDelta+c.last, asm.R1, asm.DWord).WithSymbol(ok),
 		)
+		if prime {
+			insns = append(insns, asm.Mov.Imm(asm.R1, 0), asm.StoreMem(asm.RFP, stackDelta+c.last, asm.R1, asm.DWord))
+		}
 	}
 	insns = append(insns, runSlot("direct")...)
 	// Same css_set and session as the run: add to it.

@@ -21,7 +21,7 @@ func BenchmarkRead(b *testing.B) {
 	tasks := s.Stats().Tasks
 	b.Run("iterator", func(b *testing.B) {
 		benchx.EachMode(b, tasks, func() {
-			if err := s.run(); err != nil {
+			if err := s.run(s.iter); err != nil {
 				b.Fatal(err)
 			}
 		})
@@ -67,7 +67,7 @@ func BenchmarkIteratorFloor(b *testing.B) {
 	}
 	empty := &Source{iter: it}
 	benchx.EachMode(b, s.Stats().Tasks, func() {
-		if err := empty.run(); err != nil {
+		if err := empty.run(it); err != nil {
 			b.Fatal(err)
 		}
 	})

@@ -11,6 +11,7 @@ import (
 	"github.com/schedstatd/schedstatd/container"
 	"github.com/schedstatd/schedstatd/internal/testcg"
 	"github.com/schedstatd/schedstatd/internal/testproc"
+	"github.com/schedstatd/schedstatd/schedstat"
 )
 
 // TestScenarioReal runs the kernel's totals and the reference (procfs and
@@ -112,4 +113,58 @@ func waitZombie(t *testing.T, p *testproc.Proc) {
 		}
 		time.Sleep(time.Millisecond)
 	}
+}
+
+// TestPrime: after Prime, a read credits none of the tasks' time so far
+// (a restored table counted it), but counts the tasks; the next read
+// credits exactly what they ran since.
+func TestPrime(t *testing.T) {
+	h := hierarchy(t, walked)
+	s := openSource(t, Options{Hierarchy: h, Exits: true})
+	dir := testcg.Make(t, walked)
+	p := testproc.StartIn(t, 2, dir)
+	time.Sleep(50 * time.Millisecond)
+	p.Stop(t)
+	table := container.NewCgroupTable(s.Lister(), s)
+	t.Cleanup(func() { table.Close() })
+	s.Prime()
+	if err := table.Pass(); err != nil {
+		t.Fatal(err)
+	}
+	before := lifetimes(t, p)
+	cg, _ := table.Snapshot().Lookup(rel(t, h, dir))
+	if cg.Stat != (schedstat.Stat{}) || cg.Tasks == 0 {
+		t.Errorf("after a primed pass: %+v, want no time and some tasks", cg)
+	}
+	p.Cont(t)
+	time.Sleep(50 * time.Millisecond)
+	p.Stop(t)
+	if err := table.Pass(); err != nil {
+		t.Fatal(err)
+	}
+	want := lifetimes(t, p).Since(before)
+	cg, _ = table.Snapshot().Lookup(rel(t, h, dir))
+	if cg.Stat != want || want.RunNanoseconds == 0 {
+		t.Errorf("after the next pass: %+v, want what the threads ran since the primed pass, %+v", cg.Stat, want)
+	}
+}
+
+// lifetimes sums the counters of p's threads, as procfs shows them.
+func lifetimes(t *testing.T, p *testproc.Proc) schedstat.Stat {
+	t.Helper()
+	var sum schedstat.Stat
+	buf := make([]byte, schedstat.BufferSize)
+	for _, tid := range testproc.Threads(t, p.PID) {
+		task, err := schedstat.Open("/proc", tid)
+		if err != nil {
+			t.Fatal(err)
+		}
+		st, err := task.Read(buf)
+		task.Close()
+		if err != nil {
+			t.Fatal(err)
+		}
+		sum = sum.Add(st)
+	}
+	return sum
 }

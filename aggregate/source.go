@@ -67,7 +67,10 @@ type Source struct {
 	hier     *cgroupfs.Hierarchy
 	coll     *ebpf.Collection
 	iter     *link.Iter
-	free     link.Link // nil without Options.Exits
+	primeIt  *link.Iter
+	free     link.Link // nil until the first read, and without Options.Exits
+	exits    bool
+	primed   bool // the next read credits nothing
 	totalsM  *ebpf.Map
 	overflow *ebpf.Map
 
@@ -75,7 +78,7 @@ type Source struct {
 	vals   []value
 	totals []container.CgroupTotal
 
-	reads, forgotten atomic.Uint64
+	reads, forgotten, overflows atomic.Uint64
 	cgroups, tasks   atomic.Int64
 }
 
@@ -123,20 +126,41 @@ func Open(opts Options) (*Source, error) {
 		coll.Close()
 		return nil, fmt.Errorf("aggregating source: entry 0: %w", err)
 	}
-	if s.iter, err = link.AttachIter(link.IterOptions{Program: coll.Programs[iterName]}); err != nil {
-		coll.Close()
-		return nil, fmt.Errorf("aggregating source %w: attach iterator: %w", ErrUnsupported, err)
+	s.exits = opts.Exits
+	if s.iter, err = link.AttachIter(link.IterOptions{Program: coll.Programs[iterName]}); err == nil {
+		s.primeIt, err = link.AttachIter(link.IterOptions{Program: coll.Programs[primeName]})
 	}
-	if opts.Exits {
-		s.free, err = link.AttachTracing(link.TracingOptions{Program: coll.Programs[freeName], AttachType: ebpf.AttachTraceRawTp})
-		if err != nil {
-			s.iter.Close()
-			coll.Close()
-			return nil, fmt.Errorf("aggregating source %w: attach to sched_process_free: %w", ErrUnsupported, err)
+	if err == nil && opts.Exits {
+		// Attached and detached again, to know now that it attaches;
+		// the first read attaches it for good (see Read).
+		var l link.Link
+		if l, err = s.attachFree(); err == nil {
+			err = l.Close()
 		}
+	}
+	if err != nil {
+		s.Close()
+		return nil, fmt.Errorf("aggregating source %w: attach: %w", ErrUnsupported, err)
 	}
 	return s, nil
 }
+
+// attachFree attaches the sched_process_free program.
+func (s *Source) attachFree() (link.Link, error) {
+	l, err := link.AttachTracing(link.TracingOptions{Program: s.coll.Programs[freeName], AttachType: ebpf.AttachTraceRawTp})
+	if err != nil {
+		return nil, fmt.Errorf("sched_process_free: %w", err)
+	}
+	return l, nil
+}
+
+// Prime makes the next read credit no task's time so far: it only notes
+// each task's counters, so the read after it credits what they run from
+// then on. A table restored from a state calls it before its first pass,
+// as the state has counted the tasks up to the save (the run time between
+// the save and that read is filled from the cgroups' own counters; see
+// docs/design.md).
+func (s *Source) Prime() { s.primed = true }
 
 // Close detaches and unloads the programs and frees the maps.
 func (s *Source) Close() error {
@@ -144,7 +168,12 @@ func (s *Source) Close() error {
 	if s.free != nil {
 		errs = append(errs, s.free.Close())
 	}
-	errs = append(errs, s.iter.Close())
+	if s.iter != nil {
+		errs = append(errs, s.iter.Close())
+	}
+	if s.primeIt != nil {
+		errs = append(errs, s.primeIt.Close())
+	}
 	s.coll.Close()
 	return errors.Join(errs...)
 }
@@ -157,23 +186,40 @@ func (s *Source) controller() string {
 	return ""
 }
 
-// Exits reports whether the sched_process_free program is attached.
-func (s *Source) Exits() bool { return s != nil && s.free != nil }
+// Exits reports whether a task's last stretch is credited when it is
+// freed (Options.Exits).
+func (s *Source) Exits() bool { return s != nil && s.exits }
 
 // Read runs the iterator once, which credits every live task's increase
 // in the kernel, and then reads every cgroup's totals. On error the
-// totals of the last read stay.
+// totals of the last read stay. The first read attaches the
+// sched_process_free program once it has visited every task, so a task
+// that exits later never counts from nothing what a restored table counted
+// already; one that exits before the first read, a moment after start,
+// counts as without exit capture.
 func (s *Source) Read() error {
-	if err := s.run(); err != nil {
+	it := s.iter
+	if s.primed {
+		it = s.primeIt
+	}
+	if err := s.run(it); err != nil {
 		return err
+	}
+	s.primed = false
+	if s.exits && s.free == nil {
+		l, err := s.attachFree()
+		if err != nil {
+			return fmt.Errorf("aggregate: %w", err)
+		}
+		s.free = l
 	}
 	return s.lookup()
 }
 
-// run creates an iterator and reads it to its end; the program writes
-// nothing, so one read returns 0.
-func (s *Source) run() error {
-	attr := struct{ linkFD, flags uint32 }{linkFD: uint32(s.iter.FD())}
+// run creates an iterator of it and reads it to its end; the program
+// writes nothing, so one read returns 0.
+func (s *Source) run(it *link.Iter) error {
+	attr := struct{ linkFD, flags uint32 }{linkFD: uint32(it.FD())}
 	r, _, errno := unix.Syscall(unix.SYS_BPF, bpfIterCreate, uintptr(unsafe.Pointer(&attr)), unsafe.Sizeof(attr))
 	if errno != 0 {
 		return fmt.Errorf("aggregate: create iterator: %w", errno)
@@ -238,6 +284,10 @@ func (s *Source) lookup() error {
 	if cap(s.keys) > 4*n+4*batch {
 		s.keys, s.vals = nil, nil
 	}
+	var over uint64
+	if err := s.overflow.Lookup(uint32(0), &over); err == nil {
+		s.overflows.Store(over)
+	}
 	s.reads.Add(1)
 	s.cgroups.Store(int64(n))
 	s.tasks.Store(int64(tasks))
@@ -282,7 +332,8 @@ type Stats struct {
 	// Tasks the live tasks the last read counted in them.
 	Cgroups, Tasks int
 	// Overflows counts credits the kernel could not file under their
-	// cgroup, the totals being full: they went to the root.
+	// cgroup, the totals being full: they went to the root. It is the
+	// kernel's count at the last read.
 	Overflows uint64
 	// Forgotten counts entries of removed cgroups deleted.
 	Forgotten uint64
@@ -294,10 +345,5 @@ func (s *Source) Stats() Stats {
 	if s == nil {
 		return Stats{}
 	}
-	st := Stats{Reads: s.reads.Load(), Cgroups: int(s.cgroups.Load()), Tasks: int(s.tasks.Load()), Forgotten: s.forgotten.Load()}
-	var n uint64
-	if err := s.overflow.Lookup(uint32(0), &n); err == nil {
-		st.Overflows = n
-	}
-	return st
+	return Stats{Reads: s.reads.Load(), Cgroups: int(s.cgroups.Load()), Tasks: int(s.tasks.Load()), Overflows: s.overflows.Load(), Forgotten: s.forgotten.Load()}
 }

@@ -13,8 +13,9 @@ import (
 func TestCollectorProcfs(t *testing.T) {
 	c := taskiter.NewCollector(nil)
 	want := `
-# HELP schedstatd_task_source 1 for the task source in use: iter (one BPF task iterator read per pass) or procfs (cgroup thread lists and a read per task).
+# HELP schedstatd_task_source 1 for the task source in use: aggregate (per-cgroup totals kept in the kernel by a BPF task iterator), iter (one BPF task iterator read per pass) or procfs (cgroup thread lists and a read per task).
 # TYPE schedstatd_task_source gauge
+schedstatd_task_source{source="aggregate"} 0
 schedstatd_task_source{source="iter"} 0
 schedstatd_task_source{source="procfs"} 1
 `
@@ -36,8 +37,9 @@ func TestCollectorIter(t *testing.T) {
 # HELP schedstatd_task_iterator_reads_total Completed reads of the BPF task iterator, one per pass.
 # TYPE schedstatd_task_iterator_reads_total counter
 schedstatd_task_iterator_reads_total 1
-# HELP schedstatd_task_source 1 for the task source in use: iter (one BPF task iterator read per pass) or procfs (cgroup thread lists and a read per task).
+# HELP schedstatd_task_source 1 for the task source in use: aggregate (per-cgroup totals kept in the kernel by a BPF task iterator), iter (one BPF task iterator read per pass) or procfs (cgroup thread lists and a read per task).
 # TYPE schedstatd_task_source gauge
+schedstatd_task_source{source="aggregate"} 0
 schedstatd_task_source{source="iter"} 1
 schedstatd_task_source{source="procfs"} 0
 `

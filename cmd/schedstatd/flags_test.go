@@ -38,7 +38,7 @@ func TestFlagErrors(t *testing.T) {
 		{[]string{"--collect.interval=abc"}, "--collect.interval=abc: not a duration"},
 		{[]string{"--cgroup.hierarchy=memory"}, "--cgroup.hierarchy=memory: not one of auto, unified, cpuacct, cpu, systemd"},
 		{[]string{"--exit-capture=maybe"}, "--exit-capture=maybe: not one of auto, on, off"},
-		{[]string{"--collect.source=bpf"}, "--collect.source=bpf: not one of auto, iter, procfs"},
+		{[]string{"--collect.source=bpf"}, "--collect.source=bpf: not one of auto, aggregate, iter, procfs"},
 	} {
 		t.Run(strings.Join(tc.args, " "), func(t *testing.T) {
 			// A real address beside it: the bad flag alone is refused.

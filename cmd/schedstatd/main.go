@@ -23,7 +23,6 @@ import (
 	"github.com/prometheus/exporter-toolkit/web/kingpinflag"
 	"github.com/schedstatd/schedstatd/cgroupfs"
 	"github.com/schedstatd/schedstatd/collector"
-	"github.com/schedstatd/schedstatd/container"
 	"github.com/schedstatd/schedstatd/cri"
 	"github.com/schedstatd/schedstatd/internal/loadmode"
 	"github.com/schedstatd/schedstatd/procsource"
@@ -50,7 +49,7 @@ type config struct {
 	runtimeEndpoint string
 	// exitCapture is auto, on or off.
 	exitCapture string
-	// collectSource is auto, iter or procfs.
+	// collectSource is auto, aggregate, iter or procfs.
 	collectSource string
 	// state is the state file's (state.go).
 	state stateConfig
@@ -130,7 +129,7 @@ func addServeFlags(cmd *kingpin.CmdClause, cfg *config) {
 	durationFlag(cmd, "collect.interval", "Time between background passes; every scrape also runs a fresh pass.", "1s", &cfg.interval, 100*time.Millisecond, time.Hour)
 	durationFlag(cmd, "web.read-header-timeout", "How long a client may take to send its request headers before the connection is closed.", "10s", &cfg.headerWait, 100*time.Millisecond, 10*time.Minute)
 	durationFlag(cmd, "web.shutdown-timeout", "How long to let scrapes in flight finish on SIGTERM or SIGINT.", "5s", &cfg.shutdownWait, 0, 10*time.Minute)
-	enumFlag(cmd, "collect.source", "Where threads are listed and read: iter reads every thread in one BPF task-iterator read per pass (kernel BTF and CAP_BPF with CAP_PERFMON, or root); procfs reads cgroup thread lists and one /proc file per thread; auto uses iter where it loads.", "auto", &cfg.collectSource, "auto", "iter", "procfs")
+	enumFlag(cmd, "collect.source", "Where threads are read: aggregate keeps per-cgroup totals in the kernel, a BPF task iterator crediting each thread's increase there, and a pass reads one entry per cgroup (Linux 5.11+, the host PID namespace); iter reads every thread in one BPF task-iterator read per pass (kernel BTF and CAP_BPF with CAP_PERFMON, or root); procfs reads cgroup thread lists and one /proc file per thread; auto uses the first of these that loads.", "auto", &cfg.collectSource, "auto", "aggregate", "iter", "procfs")
 	enumFlag(cmd, "exit-capture", "Count each thread's time up to its exit with an eBPF program on sched_switch: auto uses it when kernel BTF and CAP_BPF with CAP_PERFMON (or root) allow, on requires it, off polls only.", string(loadmode.Auto), &cfg.exitCapture, loadmode.Modes()...)
 	cmd.Flag("container-runtime-endpoint", "CRI socket of the container runtime, for the container, pod, namespace and image labels: auto takes the first of "+strings.Join(cri.DefaultEndpoints, ", ")+" that exists; none turns the lookup off.").Default(cri.Auto).StringVar(&cfg.runtimeEndpoint)
 	addStateFlags(cmd, &cfg.state)
@@ -200,11 +199,12 @@ func serve(cfg *config, logger *slog.Logger) error {
 	defer signal.Stop(hup)
 	go onHangup(ctx, hup, *cfg.web.WebConfigFile, logger)
 
-	table := container.NewTable(src.lister, src.tasks)
+	table := src.newTable()
 	keeper, err := openState(cfg, table, logger)
 	if err != nil {
 		return err
 	}
+	src.afterRestore(table)
 	defer keeper.Close()
 	poller := collector.NewPoller(table, cfg.interval, logger)
 	poller.BeforePass(src.beforePass(poller))

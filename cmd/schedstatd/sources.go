@@ -6,6 +6,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/common/version"
+	"github.com/schedstatd/schedstatd/aggregate"
 	"github.com/schedstatd/schedstatd/cgroupfs"
 	"github.com/schedstatd/schedstatd/collector"
 	"github.com/schedstatd/schedstatd/container"
@@ -24,7 +25,8 @@ type sources struct {
 	// procfs, or the task iterator.
 	lister cgroupfs.Lister
 	tasks  container.TaskOpener
-	iter   *taskiter.Source // nil when procfs is the source
+	iter   *taskiter.Source  // nil when procfs or the kernel totals are the source
+	agg    *aggregate.Source // nil unless the kernel keeps the totals
 	// fds is the budget of kept fds: the procfs source's tasks and the
 	// walk's cgroup counter files.
 	fds *procsource.FDBudget
@@ -69,19 +71,33 @@ func openSources(cfg *config, logger *slog.Logger) (*sources, error) {
 	// budget as the task fds (a quarter of it while tasks keep fds too).
 	h.KeepFiles(procs.Budget)
 	src.lister, src.tasks, src.fds, src.hier = h, procs, procs.Budget, h
-	if src.iter, err = taskiter.Select(iterMode(cfg.collectSource), taskiter.Options{Hierarchy: h}, logger); err != nil {
+	// The kernel totals, when asked for, take a task's last stretch at
+	// sched_process_free themselves, unless exit capture is off.
+	exits := loadmode.Mode(cfg.exitCapture) != loadmode.Off
+	if src.agg, err = aggregate.Select(aggregateMode(cfg.collectSource), aggregate.Options{Hierarchy: h, Exits: exits}, logger); err != nil {
+		src.close()
 		return nil, fmt.Errorf("--collect.source=%s: %w", cfg.collectSource, err)
 	}
-	if src.iter != nil {
-		src.lister, src.tasks = src.iter.Lister(), src.iter.Opener()
+	if src.agg != nil {
+		src.lister, src.tasks = src.agg.Lister(), nil
 		// No task keeps an fd: the cgroups' counter files may take the
 		// whole budget.
 		procs.Budget.CgroupShare = 0
-	}
-
-	if src.exits, err = exitcapture.Select(loadmode.Mode(cfg.exitCapture), exitcapture.Options{Hierarchy: h}, logger); err != nil {
-		src.close()
-		return nil, err // it names --exit-capture=on already
+	} else {
+		if src.iter, err = taskiter.Select(iterMode(cfg.collectSource), taskiter.Options{Hierarchy: h}, logger); err != nil {
+			src.close()
+			return nil, fmt.Errorf("--collect.source=%s: %w", cfg.collectSource, err)
+		}
+		if src.iter != nil {
+			src.lister, src.tasks = src.iter.Lister(), src.iter.Opener()
+			// No task keeps an fd: the cgroups' counter files may take the
+			// whole budget.
+			procs.Budget.CgroupShare = 0
+		}
+		if src.exits, err = exitcapture.Select(loadmode.Mode(cfg.exitCapture), exitcapture.Options{Hierarchy: h}, logger); err != nil {
+			src.close()
+			return nil, err // it names --exit-capture=on already
+		}
 	}
 	src.sched, src.schedUnavailable = schedlat.Select(schedlat.Options{Hierarchy: h, Latency: cfg.latency, Preemption: cfg.preemption}, logger)
 	src.rollup, src.pairs = schedlat.NewRollup(nil), schedlat.NewTracker(src.sched, 0)
@@ -99,7 +115,7 @@ func openSources(cfg *config, logger *slog.Logger) (*sources, error) {
 		logger.Info("no container runtime to ask: container, pod, namespace and image labels stay empty", "container_runtime_endpoint", cfg.runtimeEndpoint)
 	}
 	logger.Info("starting schedstatd", "version", version.Info(), "hierarchy", h.Name(), "cgroup_version", h.Version().String(),
-		"dir", h.Dir(), "bandwidth", h.BandwidthFile(), "pressure", h.PressureFile(), "interval", cfg.interval, "task_fd_budget", procs.Budget.Max, "task_iterator", src.iter != nil, "exit_capture", src.exits != nil, "exit_hook", exitHook(src.exits), "container_runtime", src.runtime != nil, "latency", src.sched.Latency(), "preemption", src.sched.Preemption())
+		"dir", h.Dir(), "bandwidth", h.BandwidthFile(), "pressure", h.PressureFile(), "interval", cfg.interval, "task_fd_budget", procs.Budget.Max, "task_source", src.name(), "task_iterator", src.iter != nil, "exit_capture", src.exits != nil || src.agg.HasExitHook(), "exit_hook", src.exitHook(), "container_runtime", src.runtime != nil, "latency", src.sched.Latency(), "preemption", src.sched.Preemption())
 	return src, nil
 }
 
@@ -137,7 +153,8 @@ func (s *sources) collectors(poller *collector.Poller) []prometheus.Collector {
 			Help: "1 if the kernel reports CPU pressure (PSI) for cgroups and the container_cpu_schedstat_pressure_* series are served; 0 with psi=0, a kernel without CONFIG_PSI, or no cgroup v2 hierarchy.",
 		}, func() float64 { return boolFloat(s.pressure) }),
 		exitcapture.NewCollector(s.exits, func() uint64 { return poller.Last().Counters.UnattributedExits }),
-		taskiter.NewCollector(s.iter),
+		taskiter.NewCollectorInUse(s.iter, s.name()),
+		aggregate.NewCollector(s.agg),
 		procsource.NewCollector(s.fds),
 		schedlat.NewCollector(s.rollup, s.schedUnavailable),
 	}
@@ -151,6 +168,9 @@ func (s *sources) collectors(poller *collector.Poller) []prometheus.Collector {
 // and the walk's kept counter files. The task table closes its own fds
 // when the poller stops; close must run after it has.
 func (s *sources) close() {
+	if s.agg != nil {
+		s.agg.Close()
+	}
 	if s.hier != nil {
 		s.hier.Close()
 	}
@@ -178,11 +198,55 @@ func iterMode(source string) loadmode.Mode {
 	return loadmode.Auto
 }
 
-// exitHook names the tracepoint exit capture is attached to, or "" when it
-// is off.
-func exitHook(s *exitcapture.Source) string {
-	if s == nil {
-		return ""
+// exitHook names the tracepoint a task's last stretch is taken at, or ""
+// when exit capture is off.
+func (s *sources) exitHook() string {
+	switch {
+	case s.agg.HasExitHook():
+		return exitcapture.HookFree.String()
+	case s.exits != nil:
+		return s.exits.Hook().String()
 	}
-	return s.Hook().String()
+	return ""
+}
+
+// name is the task source in use, as schedstatd_task_source names it.
+func (s *sources) name() string {
+	switch {
+	case s.agg != nil:
+		return "aggregate"
+	case s.iter != nil:
+		return "iter"
+	}
+	return "procfs"
+}
+
+// newTable returns the table the sources feed: one of per-cgroup totals
+// over the kernel's, or one of tasks.
+func (s *sources) newTable() *container.Table {
+	if s.agg != nil {
+		return container.NewCgroupTable(s.lister, s.agg)
+	}
+	return container.NewTable(s.lister, s.tasks)
+}
+
+// aggregateMode maps --collect.source to the kernel totals' mode:
+// aggregate requires them; auto does not load them yet, because across a
+// restart of the daemon they lose the runqueue wait and timeslices that
+// live threads had since the last state write (the task sources resume
+// each saved thread instead), which TestStateKillLoop shows as falls.
+func aggregateMode(source string) loadmode.Mode {
+	if source == "aggregate" {
+		return loadmode.On
+	}
+	return loadmode.Off
+}
+
+// afterRestore primes the kernel totals when table was restored from a
+// state: the state has counted every task up to the save, so the first
+// read must not credit their lives again.
+func (s *sources) afterRestore(table *container.Table) {
+	if s.agg != nil && table.Restored().Restored {
+		s.agg.Prime()
+	}
 }
