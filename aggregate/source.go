@@ -79,7 +79,7 @@ type Source struct {
 	totals []container.CgroupTotal
 
 	reads, forgotten, overflows atomic.Uint64
-	cgroups, tasks   atomic.Int64
+	cgroups, tasks              atomic.Int64
 }
 
 var _ container.CgroupSource = (*Source)(nil)
