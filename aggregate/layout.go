@@ -45,11 +45,8 @@ func kernelLayout(spec *btf.Spec, controller string) (layout, error) {
 	if err != nil {
 		return l, err
 	}
-	// Task storage (Linux 5.11) is what the programs keep a task's last
-	// visit in; its map type's BTF name is the test for it.
-	var storage *btf.Struct
-	if err := spec.TypeByName("bpf_local_storage", &storage); err != nil {
-		return l, fmt.Errorf("%w: no task storage: %w", kbtf.ErrLayout, err)
+	if err := hasTaskStorage(spec); err != nil {
+		return l, err
 	}
 	var meta *btf.Struct
 	if err := spec.TypeByName("bpf_iter_meta", &meta); err != nil {
@@ -71,4 +68,20 @@ func kernelLayout(spec *btf.Spec, controller string) (layout, error) {
 		return l, err
 	}
 	return l, nil
+}
+
+// hasTaskStorage reports, as an error, whether the kernel lacks task
+// storage (BPF_MAP_TYPE_TASK_STORAGE, Linux 5.11), which the programs
+// keep a task's last visit in.
+func hasTaskStorage(spec *btf.Spec) error {
+	var e *btf.Enum
+	if err := spec.TypeByName("bpf_map_type", &e); err != nil {
+		return fmt.Errorf("%w: %w", kbtf.ErrLayout, err)
+	}
+	for _, v := range e.Values {
+		if v.Name == "BPF_MAP_TYPE_TASK_STORAGE" {
+			return nil
+		}
+	}
+	return fmt.Errorf("%w: no task storage (Linux 5.11)", kbtf.ErrLayout)
 }

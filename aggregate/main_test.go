@@ -4,6 +4,7 @@ import (
 	"os"
 	"testing"
 
+	"github.com/cilium/ebpf/btf"
 	"github.com/schedstatd/schedstatd/cgroupfs"
 	"github.com/schedstatd/schedstatd/internal/churn"
 	"github.com/schedstatd/schedstatd/internal/e2e"
@@ -39,6 +40,7 @@ func hierarchy(t testing.TB, name string) *cgroupfs.Hierarchy {
 func openSource(t testing.TB, opts Options) *Source {
 	t.Helper()
 	e2e.RequireRoot(t)
+	requireTaskStorage(t)
 	if opts.Hierarchy == nil {
 		opts.Hierarchy = hierarchy(t, walked)
 	}
@@ -52,6 +54,21 @@ func openSource(t testing.TB, opts Options) *Source {
 		}
 	})
 	return s
+}
+
+// requireTaskStorage skips t on a kernel without task storage (before
+// 5.11), where the daemon falls back to the task iterator: TestSelect
+// checks that fallback on every kernel, and the kernel matrix requires the
+// real tests to pass from 5.11 on.
+func requireTaskStorage(t testing.TB) {
+	t.Helper()
+	spec, err := btf.LoadKernelSpec()
+	if err != nil {
+		t.Fatalf("no kernel BTF: %v", err)
+	}
+	if err := hasTaskStorage(spec); err != nil {
+		t.Skipf("this kernel cannot keep totals: %v", err)
+	}
 }
 
 // TestLoads: the programs load and a read sees the test's own cgroup.

@@ -36,6 +36,7 @@ type pair struct {
 func newPair(t testing.TB, name string) *pair {
 	t.Helper()
 	e2e.RequireRoot(t)
+	requireTaskStorage(t)
 	testcg.Require(t, name)
 	h := hierarchy(t, name)
 	p := &pair{h: h, agg: openSource(t, Options{Hierarchy: h, Exits: true})}

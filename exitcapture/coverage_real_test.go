@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strconv"
 	"testing"
 	"time"
 
@@ -148,6 +149,17 @@ func TestCoverageNewCgroup(t *testing.T) {
 	}
 }
 
+// shortProcs is how many short processes the coverage tests run: 2,000,
+// or 200 in the kernel matrix's VMs (SCHEDSTATD_VM=1), where software
+// emulation makes each start take a good part of a second.
+func shortProcs(t testing.TB) int {
+	if os.Getenv("SCHEDSTATD_VM") == "1" {
+		t.Log("in a VM of the kernel matrix: 200 processes instead of 2,000")
+		return 200
+	}
+	return 2000
+}
+
 // nonEmpty returns the non-empty ones of dirs.
 func nonEmpty(dirs ...string) []string {
 	var out []string
@@ -181,7 +193,7 @@ func TestCoverageHooks(t *testing.T) {
 					stop()
 				}
 			}()
-			churn.Start(t, "procs 2000 1ms 2", v1).Wait(t, 4*time.Minute)
+			churn.Start(t, "procs "+strconv.Itoa(shortProcs(t))+" 1ms 2", v1).Wait(t, 4*time.Minute)
 			stop()
 			stop = nil
 			p.settle(t)

@@ -24,6 +24,7 @@ var binaries = []binary{
 	{pkg: "taskiter"},
 	{pkg: "exitcapture"},
 	{pkg: "schedlat"},
+	{pkg: "aggregate"},
 	{pkg: "cmd/schedstatd", run: "^(TestDaemonMatchesKernel|TestDaemonEndpoints|TestSystemdHierarchy|TestThrottledWaitSplit)$"},
 }
 
@@ -51,8 +52,18 @@ var features = []feature{
 		"container": {"TestRealPIDReuse", "TestRealThreadsMatchKernel"},
 	}, nil},
 	{"exit capture", map[string][]string{
-		"exitcapture": {"TestRecordsMatchProc", "TestCoverageShortTasks", "TestNoDoubleCount"},
+		"exitcapture": {"TestRecordsMatchProc", "TestCoverageShortTasks", "TestNoDoubleCount", "TestCoverageHooks"},
 	}, nil},
+	{"kernel totals", map[string][]string{
+		"aggregate": {"TestScenarioReal", "TestCoverageShortTasks", "TestPIDReuse", "TestPrime", "TestRestart", "TestSelect", "TestKernelSupports"},
+	}, map[string]fallback{
+		// 5.10 has no BPF task storage (5.11+): --collect.source=aggregate
+		// refuses to start there, and auto never chose it.
+		"5.10": {
+			pass: map[string][]string{"aggregate": {"TestSelect", "TestKernelSupports"}},
+			skip: map[string][]string{"aggregate": {"TestScenarioReal", "TestCoverageShortTasks", "TestPIDReuse", "TestPrime", "TestRestart"}},
+		},
+	}},
 	{"daemon over pure v2", map[string][]string{
 		"cmd/schedstatd": {"TestDaemonMatchesKernel", "TestSystemdHierarchy"},
 	}, nil},
