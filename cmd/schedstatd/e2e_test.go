@@ -48,7 +48,7 @@ func TestDaemonMatchesKernel(t *testing.T) {
 		}
 	}
 	for _, tc := range cases {
-		for _, source := range []string{"iter", "procfs"} {
+		for _, source := range []string{"aggregate", "iter", "procfs"} {
 			t.Run(tc.name+"/"+source, func(t *testing.T) {
 				d := daemonMatchesKernel(t, tc.hierarchy, append([]string{"--collect.source=" + source}, tc.flags...))
 				if log := d.log(); !strings.Contains(log, tc.layout) {
