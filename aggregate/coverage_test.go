@@ -15,7 +15,7 @@ import (
 )
 
 // TestCoverageShortTasks is the case polling cannot see: 1,500 threads of
-// 4 ms and 2,000 processes of a few ms (each a Go program of several
+// 4 ms and 2,000 processes of a few ms (a fifth with -short) (each a Go program of several
 // threads), in a cgroup of the walked hierarchy, with a pass every second.
 // The kernel credits each task's last stretch when it is freed, so the
 // cgroup's run time must equal its own CPU counter within 0.1%, and all
@@ -41,7 +41,7 @@ func TestCoverageShortTasks(t *testing.T) {
 		}
 	}()
 	helpers := []*churn.Proc{
-		churn.Start(t, "threads 1500 4ms 4", dir),
+		churn.Start(t, "threads "+strconv.Itoa(shortProcs(t)*3/4)+" 4ms 4", dir),
 		churn.Start(t, "procs "+strconv.Itoa(shortProcs(t))+" 1ms 2", dir),
 	}
 	helpers[0].Wait(t, 4*time.Minute)
@@ -68,13 +68,12 @@ func TestCoverageShortTasks(t *testing.T) {
 	}
 }
 
-// shortProcs is how many short processes the coverage test runs: 2,000,
-// or 200 in the kernel matrix's VMs (SCHEDSTATD_VM=1), where software
-// emulation makes each start take a good part of a second.
-func shortProcs(t testing.TB) int {
-	if os.Getenv("SCHEDSTATD_VM") == "1" {
-		t.Log("in a VM of the kernel matrix: 200 processes instead of 2,000")
-		return 200
+// shortProcs is how many short processes the coverage test runs (and
+// three quarters as many short threads): 2,000, or a fifth of them with
+// -short (the kernel matrix's VMs, under software emulation).
+func shortProcs(testing.TB) int {
+	if testing.Short() {
+		return 400
 	}
 	return 2000
 }

@@ -150,12 +150,11 @@ func TestCoverageNewCgroup(t *testing.T) {
 }
 
 // shortProcs is how many short processes the coverage tests run: 2,000,
-// or 200 in the kernel matrix's VMs (SCHEDSTATD_VM=1), where software
-// emulation makes each start take a good part of a second.
-func shortProcs(t testing.TB) int {
-	if os.Getenv("SCHEDSTATD_VM") == "1" {
-		t.Log("in a VM of the kernel matrix: 200 processes instead of 2,000")
-		return 200
+// or a fifth of them with -short (the kernel matrix's VMs, under software
+// emulation).
+func shortProcs(testing.TB) int {
+	if testing.Short() {
+		return 400
 	}
 	return 2000
 }

@@ -40,7 +40,7 @@ const (
 // directory with its output on the second serial port, and powers off.
 const initScript = `#!/bin/busybox sh
 /bin/busybox --install -s /bin
-export PATH=/bin HOME=/tmp TMPDIR=/tmp SCHEDSTATD_E2E=1 SCHEDSTATD_BINARY=/bin/schedstatd SCHEDSTATD_VM=1
+export PATH=/bin HOME=/tmp TMPDIR=/tmp SCHEDSTATD_E2E=1 SCHEDSTATD_BINARY=/bin/schedstatd
 mount -t devtmpfs dev /dev
 mount -t proc proc /proc
 mount -t sysfs sys /sys
