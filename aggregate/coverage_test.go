@@ -4,6 +4,7 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -15,9 +16,8 @@ import (
 )
 
 // TestCoverageShortTasks is the case polling cannot see: 1,500 threads of
-// 4 ms and 2,000 processes of a few ms (a fifth with -short) (each a Go program of several
-// threads), in a cgroup of the walked hierarchy, with a pass every second.
-// The kernel credits each task's last stretch when it is freed, so the
+// 4 ms and 2,000 runs of /bin/true (a fifth with -short), in a cgroup of
+// the walked hierarchy, with a pass every second. The kernel credits each task's last stretch when it is freed, so the
 // cgroup's run time must equal its own CPU counter within 0.1%, and all
 // three counters must equal, to the nanosecond, what procfs with exit
 // records counted over the same tasks.
@@ -36,18 +36,23 @@ func TestCoverageShortTasks(t *testing.T) {
 			case <-quit:
 				return
 			case <-tick.C:
-				p.pass(t)
+				if err := p.passErr(); err != nil {
+					t.Error(err)
+					return
+				}
 			}
 		}
 	}()
+	stop := sync.OnceFunc(func() { close(quit); <-done })
+	t.Cleanup(stop)
+	n := shortProcs(t)
 	helpers := []*churn.Proc{
-		churn.Start(t, "threads "+strconv.Itoa(shortProcs(t)*3/4)+" 4ms 4", dir),
-		churn.Start(t, "procs "+strconv.Itoa(shortProcs(t))+" 1ms 2", dir),
+		churn.Start(t, "threads "+strconv.Itoa(n*3/4)+" 4ms 4", dir),
+		churn.Start(t, "execs "+strconv.Itoa(n)+" 2", dir),
 	}
 	helpers[0].Wait(t, 4*time.Minute)
 	helpers[1].Wait(t, 4*time.Minute)
-	close(quit)
-	<-done
+	stop()
 	p.settle(t)
 	p.pass(t)
 	usage := testcg.Usage(t, dir)
@@ -57,8 +62,8 @@ func TestCoverageShortTasks(t *testing.T) {
 		t.Fatal("test cgroup not in the snapshot")
 	}
 	r := float64(cg.Stat.RunNanoseconds) / float64(usage)
-	t.Logf("CPU counter %.4fs; kernel totals %.4fs (coverage %.4f), wait %.4fs, timeslices %d; procfs with exit records %.4fs (%.4f), wait %.4fs, timeslices %d; source %+v",
-		float64(usage)/1e9, float64(cg.Stat.RunNanoseconds)/1e9, r, float64(cg.Stat.WaitNanoseconds)/1e9, cg.Stat.Timeslices,
+	t.Logf("%d threads, %d processes: CPU counter %.4fs; kernel totals %.4fs (coverage %.4f), wait %.4fs, timeslices %d; procfs with exit records %.4fs (%.4f), wait %.4fs, timeslices %d; source %+v",
+		n*3/4, n, float64(usage)/1e9, float64(cg.Stat.RunNanoseconds)/1e9, r, float64(cg.Stat.WaitNanoseconds)/1e9, cg.Stat.Timeslices,
 		float64(ref.Stat.RunNanoseconds)/1e9, float64(ref.Stat.RunNanoseconds)/float64(usage), float64(ref.Stat.WaitNanoseconds)/1e9, ref.Stat.Timeslices, p.agg.Stats())
 	if r < 0.999 || r > 1.001 {
 		t.Errorf("the cgroup ran %d ns against its CPU counter's %d ns (coverage %.4f), more than 0.1%% apart", cg.Stat.RunNanoseconds, usage, r)

@@ -56,13 +56,18 @@ func newPair(t testing.TB, name string) *pair {
 // first, as the daemon does.
 func (p *pair) pass(t testing.TB) {
 	t.Helper()
+	if err := p.passErr(); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// passErr is pass for another goroutine than the test's.
+func (p *pair) passErr() error {
 	p.exits.Feed(p.ref)
 	if err := p.ref.Pass(); err != nil {
-		t.Fatal(err)
+		return err
 	}
-	if err := p.kern.Pass(); err != nil {
-		t.Fatal(err)
-	}
+	return p.kern.Pass()
 }
 
 // settle waits until every task that exited has been freed and its

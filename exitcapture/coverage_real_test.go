@@ -170,11 +170,11 @@ func nonEmpty(dirs ...string) []string {
 	return out
 }
 
-// TestCoverageHooks: 2,000 short processes (each a Go program of several
-// threads) in a cgroup of the walked hierarchy, a pass every second, once
+// TestCoverageHooks: 2,000 short processes (runs of /bin/true; a fifth
+// with -short) in a cgroup of the walked hierarchy, a pass every second, once
 // per hook. sched_process_free fires after the task's final switch away,
-// so its counters are final: the cgroup's run time must equal its own CPU
-// counter within 0.1%, as with sched_switch.
+// so its counters are final: the cgroup's run time must not fall below
+// its own CPU counter by more than 0.1%, as with sched_switch.
 func TestCoverageHooks(t *testing.T) {
 	for _, hook := range []Hook{HookFree, HookSwitch} {
 		t.Run(hook.String(), func(t *testing.T) {
@@ -192,7 +192,7 @@ func TestCoverageHooks(t *testing.T) {
 					stop()
 				}
 			}()
-			churn.Start(t, "procs "+strconv.Itoa(shortProcs(t))+" 1ms 2", v1).Wait(t, 4*time.Minute)
+			churn.Start(t, "execs "+strconv.Itoa(shortProcs(t))+" 2", v1).Wait(t, 4*time.Minute)
 			stop()
 			stop = nil
 			p.settle(t)
@@ -203,8 +203,10 @@ func TestCoverageHooks(t *testing.T) {
 			r := float64(captured) / float64(usage)
 			t.Logf("%s: cpuacct.usage %.4fs; with exit capture %.4fs (coverage %.4f); polling only %.4fs (%.4f); exit events %d, exits seen by passes %d, lost %d",
 				hook, float64(usage)/1e9, float64(captured)/1e9, r, float64(polled)/1e9, float64(polled)/float64(usage), c.ExitEvents, c.Exits, s.Stats().Lost)
-			if r < 0.999 || r > 1.001 {
-				t.Errorf("at %s the cgroup ran %d ns against its CPU counter's %d ns (coverage %.4f), more than 0.1%% apart", hook, captured, usage, r)
+			// Above 1 by at most the helper's start-up before it moved
+			// into a v1 cgroup, in its own counters but not the cgroup's.
+			if r < 0.999 || r > 1.002 {
+				t.Errorf("at %s the cgroup ran %d ns against its CPU counter's %d ns (coverage %.4f), outside 0.999 to 1.002", hook, captured, usage, r)
 			}
 		})
 	}

@@ -50,6 +50,9 @@ func Main() {
 //	threads N D P   N threads, P at a time, each burning D of CPU and exiting
 //	procs N D P     N processes, P at a time, each burning D of CPU and exiting
 //	spin D          burn D of CPU on the main thread and exit
+//	execs N P       N runs of /bin/true, P at a time: processes as short
+//	                as a process gets (an exec probe), without a Go
+//	                runtime's start-up
 //
 // threads prints the ids of the threads it ran.
 func helper(args []string) error {
@@ -60,6 +63,14 @@ func helper(args []string) error {
 		}
 		Burn(d)
 		return nil
+	}
+	if len(args) == 3 && args[0] == "execs" {
+		n, err1 := strconv.Atoi(args[1])
+		p, err2 := strconv.Atoi(args[2])
+		if err1 != nil || err2 != nil || p < 1 {
+			return fmt.Errorf("bad mode %q", args)
+		}
+		return execs(n, p)
 	}
 	if len(args) != 4 {
 		return fmt.Errorf("bad mode %q", args)
@@ -121,6 +132,27 @@ func procs(n int, d time.Duration, p int) error {
 			cmd.Env = append(os.Environ(), envMode+"=spin "+d.String(), noRaceSleep)
 			cmd.Stderr = os.Stderr
 			if err := cmd.Run(); err != nil {
+				errs <- err
+			}
+		}()
+	}
+	wg.Wait()
+	close(errs)
+	return <-errs
+}
+
+// execs runs /bin/true n times, p at a time.
+func execs(n, p int) error {
+	sem := make(chan struct{}, p)
+	errs := make(chan error, n)
+	var wg sync.WaitGroup
+	for range n {
+		sem <- struct{}{}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			defer func() { <-sem }()
+			if err := exec.Command("/bin/true").Run(); err != nil {
 				errs <- err
 			}
 		}()
