@@ -70,6 +70,21 @@ func kernelLayout(spec *btf.Spec, controller string) (layout, error) {
 	return l, nil
 }
 
+// KernelSupports returns nil if the running kernel has what the source
+// needs (kernel BTF, task storage, the task iterator, sched_process_free),
+// and otherwise an error wrapping ErrUnsupported that says what is
+// missing. Privileges are not checked.
+func KernelSupports() error {
+	spec, err := kbtf.KernelSpec()
+	if err != nil {
+		return err
+	}
+	if _, err := kernelLayout(spec, ""); err != nil {
+		return fmt.Errorf("%w: %w", ErrUnsupported, err)
+	}
+	return nil
+}
+
 // hasTaskStorage reports, as an error, whether the kernel lacks task
 // storage (BPF_MAP_TYPE_TASK_STORAGE, Linux 5.11), which the programs
 // keep a task's last visit in.

@@ -63,3 +63,19 @@ func TestSelect(t *testing.T) {
 		})
 	}
 }
+
+// TestKernelSupports: the running kernel's answer agrees with whether the
+// source opens (as root).
+func TestKernelSupports(t *testing.T) {
+	err := KernelSupports()
+	spec, btfErr := btf.LoadKernelSpec()
+	if btfErr != nil {
+		if !errors.Is(err, ErrUnsupported) {
+			t.Errorf("no kernel BTF, KernelSupports = %v", err)
+		}
+		return
+	}
+	if (err == nil) != (hasTaskStorage(spec) == nil) {
+		t.Errorf("KernelSupports = %v, task storage: %v", err, hasTaskStorage(spec))
+	}
+}
