@@ -68,6 +68,12 @@ const (
 	stackValue = stackDelta - totSize // a new cgroup entry
 )
 
+// Slots of the counter array.
+const (
+	countOverflows = 0
+	countExits     = 1
+)
+
 // Flags of the helpers.
 const (
 	storageCreate = 1 // BPF_LOCAL_STORAGE_GET_F_CREATE
@@ -77,7 +83,8 @@ const (
 
 // collectionSpec returns the two programs and their maps: the task storage
 // of last visits, the per-cgroup totals (at most maxCgroups entries) and a
-// one-slot array counting credits that found the totals full. With exits
+// two-slot array counting credits that found the totals full (slot 0) and
+// tasks freed (slot 1). With exits
 // false the sched_process_free program is left out.
 func collectionSpec(l layout, maxCgroups int, exits bool) *ebpf.CollectionSpec {
 	u64 := &btf.Int{Name: "u64", Size: 8}
@@ -93,7 +100,7 @@ func collectionSpec(l layout, maxCgroups int, exits bool) *ebpf.CollectionSpec {
 				}},
 			},
 			totalsName:   {Name: totalsName, Type: ebpf.Hash, KeySize: 8, ValueSize: totSize, MaxEntries: uint32(maxCgroups), Flags: noPrealloc},
-			overflowName: {Name: overflowName, Type: ebpf.Array, KeySize: 4, ValueSize: 8, MaxEntries: 1},
+			overflowName: {Name: overflowName, Type: ebpf.Array, KeySize: 4, ValueSize: 8, MaxEntries: 2},
 			runName:      {Name: runName, Type: ebpf.Array, KeySize: 4, ValueSize: runSize, MaxEntries: 1},
 		},
 		Programs: map[string]*ebpf.ProgramSpec{
@@ -313,6 +320,16 @@ func freeProgram(l layout) asm.Instructions {
 		)
 	}
 	insns = append(insns, credit(l, false, "credit")...)
+	insns = append(insns,
+		asm.StoreImm(asm.RFP, stackKey, countExits, asm.Word).WithSymbol("count_exit"),
+		asm.Mov.Reg(asm.R2, asm.RFP),
+		asm.Add.Imm(asm.R2, stackKey),
+		asm.LoadMapPtr(asm.R1, 0).WithReference(overflowName),
+		asm.FnMapLookupElem.Call(),
+		asm.JEq.Imm(asm.R0, 0, "out"),
+		asm.Mov.Imm(asm.R1, 1),
+		asm.StoreXAdd(asm.R0, asm.R1, asm.DWord),
+	)
 	return append(insns,
 		asm.Mov.Imm(asm.R0, 0).WithSymbol("out"),
 		asm.Return(),

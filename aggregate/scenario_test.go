@@ -91,8 +91,8 @@ func TestScenarioReal(t *testing.T) {
 			testcg.Move(t, b, x.PID)
 			run(x)
 			compare("b made again")
-			if c := p.kern.Counters(); c.Passes == 0 || c.Tracked == 0 {
-				t.Errorf("kernel totals table counters %+v", c)
+			if c := p.kern.Counters(); c.Passes == 0 || c.Tracked == 0 || c.Exits == 0 {
+				t.Errorf("kernel totals table counters %+v: want passes, tracked tasks and exits", c)
 			}
 			t.Logf("source %+v", p.agg.Stats())
 		})

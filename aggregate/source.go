@@ -78,8 +78,8 @@ type Source struct {
 	vals   []value
 	totals []container.CgroupTotal
 
-	reads, forgotten, overflows atomic.Uint64
-	cgroups, tasks              atomic.Int64
+	reads, forgotten, overflows, exitCount atomic.Uint64
+	cgroups, tasks                         atomic.Int64
 }
 
 var _ container.CgroupSource = (*Source)(nil)
@@ -186,9 +186,9 @@ func (s *Source) controller() string {
 	return ""
 }
 
-// Exits reports whether a task's last stretch is credited when it is
+// HasExitHook reports whether a task's last stretch is credited when it is
 // freed (Options.Exits).
-func (s *Source) Exits() bool { return s != nil && s.exits }
+func (s *Source) HasExitHook() bool { return s != nil && s.exits }
 
 // Read runs the iterator once, which credits every live task's increase
 // in the kernel, and then reads every cgroup's totals. On error the
@@ -284,9 +284,12 @@ func (s *Source) lookup() error {
 	if cap(s.keys) > 4*n+4*batch {
 		s.keys, s.vals = nil, nil
 	}
-	var over uint64
-	if err := s.overflow.Lookup(uint32(0), &over); err == nil {
+	var over, exits uint64
+	if err := s.overflow.Lookup(uint32(countOverflows), &over); err == nil {
 		s.overflows.Store(over)
+	}
+	if err := s.overflow.Lookup(uint32(countExits), &exits); err == nil {
+		s.exitCount.Store(exits)
 	}
 	s.reads.Add(1)
 	s.cgroups.Store(int64(n))
@@ -299,6 +302,10 @@ const batch = 4096
 
 // Totals implements container.CgroupSource: the totals of the last Read.
 func (s *Source) Totals() []container.CgroupTotal { return s.totals }
+
+// Exits implements container.CgroupSource: the tasks freed since the first
+// read attached the sched_process_free program, at the last read.
+func (s *Source) Exits() uint64 { return s.exitCount.Load() }
 
 // Forget implements container.CgroupSource: it deletes id's entry and
 // returns its totals. A program that found the entry just before the

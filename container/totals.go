@@ -58,6 +58,9 @@ type CgroupSource interface {
 	// them as they were at that moment, with whatever was added since the
 	// last read; ok is false if the source had none.
 	Forget(id uint64) (final schedstat.Stat, ok bool)
+	// Exits returns how many tasks' exits the source has credited so
+	// far, at the last read: the table's Counters.Exits.
+	Exits() uint64
 }
 
 // NewCgroupTable returns a table that lists cgroups with lister and takes
@@ -99,6 +102,7 @@ type removedTotals struct {
 func (t *Table) creditTotals() {
 	ts := t.totals
 	ts.tasks = 0
+	t.counters.Exits = max(t.counters.Exits, ts.src.Exits())
 	now := t.clock()
 	for _, tot := range ts.src.Totals() {
 		inc := tot.Stat.Since(ts.credited[tot.ID])

@@ -17,10 +17,13 @@ type fakeTotals struct {
 	list      []container.CgroupTotal
 	forgotten []uint64
 	// late is added to an entry between the last read and Forget.
-	late map[uint64]schedstat.Stat
+	late  map[uint64]schedstat.Stat
+	exits uint64
 }
 
 func (f *fakeTotals) Totals() []container.CgroupTotal { return f.list }
+
+func (f *fakeTotals) Exits() uint64 { return f.exits }
 
 func (f *fakeTotals) Forget(id uint64) (schedstat.Stat, bool) {
 	t, ok := f.m[id]
@@ -91,6 +94,11 @@ func TestTotalsCreditIncrease(t *testing.T) {
 	}
 	if n := r.table.Counters().Tracked; n != 3 {
 		t.Errorf("tracked %d, want 3", n)
+	}
+	r.src.exits = 7
+	r.pass()
+	if n := r.table.Counters().Exits; n != 7 {
+		t.Errorf("exits %d, want the source's 7", n)
 	}
 }
 
