@@ -19,7 +19,7 @@ func Select(mode loadmode.Mode, opts Options, logger *slog.Logger) (*Source, err
 		Off:        "kernel totals off",
 		Loaded:     "kernel totals on: a task iterator keeps per-cgroup totals in the kernel, and a pass reads one entry per cgroup",
 		LoadedArgs: []any{"hierarchy", dir, "exits_at", exitsAt(opts.Exits)},
-		Fallback:   "kernel totals unavailable (they need Linux 5.11 or later, kernel BTF, the host PID namespace and CAP_BPF with CAP_PERFMON), falling back to the task iterator or procfs",
+		Fallback:   "kernel totals unavailable (they need Linux 5.11 or later, kernel BTF, the host PID namespace and CAP_BPF with CAP_PERFMON), falling back to another task source",
 	})
 }
 
