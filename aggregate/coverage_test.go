@@ -10,7 +10,6 @@ import (
 	"time"
 
 	"github.com/schedstatd/schedstatd/container"
-	"github.com/schedstatd/schedstatd/internal/churn"
 	"github.com/schedstatd/schedstatd/internal/testcg"
 	"github.com/schedstatd/schedstatd/internal/testproc"
 )
@@ -46,9 +45,9 @@ func TestCoverageShortTasks(t *testing.T) {
 	stop := sync.OnceFunc(func() { close(quit); <-done })
 	t.Cleanup(stop)
 	n := shortProcs(t)
-	helpers := []*churn.Proc{
-		churn.Start(t, "threads "+strconv.Itoa(n*3/4)+" 4ms 4", dir),
-		churn.Start(t, "execs "+strconv.Itoa(n)+" 2", dir),
+	helpers := []*testproc.ShortLived{
+		testproc.StartShortLived(t, "threads "+strconv.Itoa(n*3/4)+" 4ms 4", dir),
+		testproc.StartShortLived(t, "execs "+strconv.Itoa(n)+" 2", dir),
 	}
 	helpers[0].Wait(t, 4*time.Minute)
 	helpers[1].Wait(t, 4*time.Minute)

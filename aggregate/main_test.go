@@ -6,7 +6,6 @@ import (
 
 	"github.com/cilium/ebpf/btf"
 	"github.com/schedstatd/schedstatd/cgroupfs"
-	"github.com/schedstatd/schedstatd/internal/churn"
 	"github.com/schedstatd/schedstatd/internal/e2e"
 	"github.com/schedstatd/schedstatd/internal/testcg"
 	"github.com/schedstatd/schedstatd/internal/testproc"
@@ -15,7 +14,6 @@ import (
 // TestMain lets a re-executed test binary become a helper (a churn or
 // testproc workload) instead of running tests.
 func TestMain(m *testing.M) {
-	churn.Main()
 	testproc.Main()
 	os.Exit(m.Run())
 }

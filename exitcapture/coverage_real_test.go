@@ -8,8 +8,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/schedstatd/schedstatd/internal/churn"
 	"github.com/schedstatd/schedstatd/internal/testcg"
+	"github.com/schedstatd/schedstatd/internal/testproc"
 )
 
 // TestCoverageShortTasks is the case polling cannot see: 1,500 threads of
@@ -42,9 +42,9 @@ func TestCoverageShortTasks(t *testing.T) {
 	if testing.Short() {
 		nThreads, nProcs = 300, 40
 	}
-	helpers := []*churn.Proc{
-		churn.Start(t, fmt.Sprintf("threads %d 4ms 4", nThreads), nonEmpty(v1, v2)...),
-		churn.Start(t, fmt.Sprintf("procs %d 10ms 2", nProcs), nonEmpty(v1, v2)...),
+	helpers := []*testproc.ShortLived{
+		testproc.StartShortLived(t, fmt.Sprintf("threads %d 4ms 4", nThreads), nonEmpty(v1, v2)...),
+		testproc.StartShortLived(t, fmt.Sprintf("procs %d 10ms 2", nProcs), nonEmpty(v1, v2)...),
 	}
 	// The bound only catches a stuck helper: natively they end within
 	// seconds, under software emulation on a busy host (the kernel
@@ -98,7 +98,7 @@ func TestCoverageFastPasses(t *testing.T) {
 	if testing.Short() {
 		n = 150
 	}
-	churn.Start(t, fmt.Sprintf("threads %d 3ms 3", n), v1).Wait(t, 90*time.Second)
+	testproc.StartShortLived(t, fmt.Sprintf("threads %d 3ms 3", n), v1).Wait(t, 90*time.Second)
 	stop()
 	stop = nil
 	p.settle(t)
@@ -128,7 +128,7 @@ func TestCoverageNewCgroup(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { testcg.Remove(t, parent, dir) })
-	helper := churn.Start(t, "threads 200 5ms 2", dir)
+	helper := testproc.StartShortLived(t, "threads 200 5ms 2", dir)
 	// The whole node's records come meanwhile: hand them to the table as
 	// they come, as the daemon does before each pass, so that the bounded
 	// queue of a busy node never overflows while no pass runs.
@@ -192,7 +192,7 @@ func TestCoverageHooks(t *testing.T) {
 					stop()
 				}
 			}()
-			churn.Start(t, "execs "+strconv.Itoa(shortProcs(t))+" 2", v1).Wait(t, 4*time.Minute)
+			testproc.StartShortLived(t, "execs "+strconv.Itoa(shortProcs(t))+" 2", v1).Wait(t, 4*time.Minute)
 			stop()
 			stop = nil
 			p.settle(t)

@@ -8,7 +8,6 @@ import (
 	"time"
 
 	"github.com/schedstatd/schedstatd/container"
-	"github.com/schedstatd/schedstatd/internal/churn"
 	"github.com/schedstatd/schedstatd/internal/testcg"
 	"github.com/schedstatd/schedstatd/internal/testproc"
 	"github.com/schedstatd/schedstatd/procsource"
@@ -63,9 +62,9 @@ func TestDifferentialSources(t *testing.T) {
 	if testing.Short() { // the kernel matrix's VMs
 		nThreads, nProcs = 100, 20
 	}
-	helpers := []*churn.Proc{
-		churn.Start(t, fmt.Sprintf("threads %d 3ms 3", nThreads), child),
-		churn.Start(t, fmt.Sprintf("procs %d 5ms 2", nProcs), parent),
+	helpers := []*testproc.ShortLived{
+		testproc.StartShortLived(t, fmt.Sprintf("threads %d 3ms 3", nThreads), child),
+		testproc.StartShortLived(t, fmt.Sprintf("procs %d 5ms 2", nProcs), parent),
 	}
 	quit, done := make(chan struct{}), make(chan struct{})
 	go func() {

@@ -10,7 +10,6 @@ import (
 
 	"github.com/schedstatd/schedstatd/cgroupfs"
 	"github.com/schedstatd/schedstatd/container"
-	"github.com/schedstatd/schedstatd/internal/churn"
 	"github.com/schedstatd/schedstatd/internal/e2e"
 	"github.com/schedstatd/schedstatd/internal/testcg"
 	"github.com/schedstatd/schedstatd/internal/testproc"
@@ -190,7 +189,6 @@ func TestRecordsMatchProc(t *testing.T) {
 // TestMain lets a re-executed test binary become a helper (a churn or
 // testproc workload, or a probe of Select) instead of running tests.
 func TestMain(m *testing.M) {
-	churn.Main()
 	testproc.Main()
 	probe()
 	raiseFDLimit()

@@ -9,8 +9,8 @@ import (
 	"github.com/cilium/ebpf"
 	"github.com/cilium/ebpf/asm"
 	"github.com/cilium/ebpf/link"
-	"github.com/schedstatd/schedstatd/internal/churn"
 	"github.com/schedstatd/schedstatd/internal/e2e"
+	"github.com/schedstatd/schedstatd/internal/testproc"
 	"golang.org/x/sys/unix"
 )
 
@@ -119,7 +119,7 @@ func BenchmarkSwitch(b *testing.B) {
 			}
 			events0 := s.Stats().Events
 			b.ResetTimer()
-			churn.Start(b, "threads "+strconv.Itoa(b.N)+" 0s 2").Wait(b, time.Minute)
+			testproc.StartShortLived(b, "threads "+strconv.Itoa(b.N)+" 0s 2").Wait(b, time.Minute)
 			b.StopTimer()
 			time.Sleep(100 * time.Millisecond) // let the last tasks be freed and read
 			runs2, ns2 := stats()

@@ -36,15 +36,17 @@ const (
 // on the thread group leader: workers can then exit while the process
 // lives on. Package initialisation runs on the main thread.
 func init() {
-	if os.Getenv(envMode) != "" {
+	if os.Getenv(envMode) != "" || os.Getenv(envShortLived) != "" {
 		runtime.LockOSThread()
 	}
 }
 
 // Main turns the process into a helper when it was started by Start,
-// StartIn, StartSleepers or StartChurnIn, and returns otherwise. Call it
+// StartIn, StartSleepers, StartChurnIn or StartShortLived, and returns
+// otherwise. Call it
 // first in TestMain.
 func Main() {
+	shortLivedMain()
 	if os.Getenv(envChurn) != "" {
 		churn()
 		os.Exit(0)

@@ -1,9 +1,8 @@
-// Package churn runs short-lived tasks for tests of exit accounting: the
-// test binary re-executed as a helper that starts many threads or many
-// processes, each of which burns a set amount of CPU time and exits. Call
-// Main from TestMain so the re-executed binary becomes the helper instead
-// of running tests.
-package churn
+package testproc
+
+// Short-lived tasks for tests of exit accounting: the test binary
+// re-executed as a helper that starts many threads or many processes,
+// each of which burns a set amount of CPU time and exits (StartShortLived).
 
 import (
 	"fmt"
@@ -18,34 +17,26 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-const envMode = "SCHEDSTATD_CHURN"
+const envShortLived = "SCHEDSTATD_CHURN"
 
 // noRaceSleep stops a race-enabled helper from sleeping a second at exit.
 const noRaceSleep = "GORACE=atexit_sleep_ms=0"
 
-// The helper's main goroutine keeps the main thread, so that threads it
-// starts can exit while the process lives on.
-func init() {
-	if os.Getenv(envMode) != "" {
-		runtime.LockOSThread()
-	}
-}
-
-// Main turns the process into a helper when it was started by Run, and
-// returns otherwise. Call it first in TestMain.
-func Main() {
-	s := os.Getenv(envMode)
+// shortLivedMain runs the helper of StartShortLived, if this process is
+// one, and exits; it returns otherwise.
+func shortLivedMain() {
+	s := os.Getenv(envShortLived)
 	if s == "" {
 		return
 	}
-	if err := helper(strings.Fields(s)); err != nil {
-		fmt.Fprintln(os.Stderr, "churn:", err)
+	if err := shortLived(strings.Fields(s)); err != nil {
+		fmt.Fprintln(os.Stderr, "testproc:", err)
 		os.Exit(2)
 	}
 	os.Exit(0)
 }
 
-// helper runs one of:
+// shortLived runs one of:
 //
 //	threads N D P   N threads, P at a time, each burning D of CPU and exiting
 //	procs N D P     N processes, P at a time, each burning D of CPU and exiting
@@ -55,7 +46,7 @@ func Main() {
 //	                runtime's start-up
 //
 // threads prints the ids of the threads it ran.
-func helper(args []string) error {
+func shortLived(args []string) error {
 	if len(args) == 2 && args[0] == "spin" {
 		d, err := time.ParseDuration(args[1])
 		if err != nil {
@@ -70,7 +61,7 @@ func helper(args []string) error {
 		if err1 != nil || err2 != nil || p < 1 {
 			return fmt.Errorf("bad mode %q", args)
 		}
-		return execs(n, p)
+		return runExecs(n, p)
 	}
 	if len(args) != 4 {
 		return fmt.Errorf("bad mode %q", args)
@@ -83,17 +74,17 @@ func helper(args []string) error {
 	}
 	switch args[0] {
 	case "threads":
-		fmt.Println("tids", strings.Join(threads(n, d, p), " "))
+		fmt.Println("tids", strings.Join(burnThreads(n, d, p), " "))
 		return nil
 	case "procs":
-		return procs(n, d, p)
+		return burnProcs(n, d, p)
 	}
 	return fmt.Errorf("bad mode %q", args)
 }
 
-// threads runs n threads, p at a time. Each worker locks its thread and
+// burnThreads runs n threads, p at a time. Each worker locks its thread and
 // returns locked, so the Go runtime ends the thread with it.
-func threads(n int, d time.Duration, p int) []string {
+func burnThreads(n int, d time.Duration, p int) []string {
 	sem := make(chan struct{}, p)
 	tids := make(chan int, n)
 	var wg sync.WaitGroup
@@ -117,8 +108,8 @@ func threads(n int, d time.Duration, p int) []string {
 	return ids
 }
 
-// procs runs n processes of "spin d", p at a time.
-func procs(n int, d time.Duration, p int) error {
+// burnProcs runs n processes of "spin d", p at a time.
+func burnProcs(n int, d time.Duration, p int) error {
 	sem := make(chan struct{}, p)
 	errs := make(chan error, n)
 	var wg sync.WaitGroup
@@ -129,7 +120,7 @@ func procs(n int, d time.Duration, p int) error {
 			defer wg.Done()
 			defer func() { <-sem }()
 			cmd := exec.Command(os.Args[0], "-test.run=^$")
-			cmd.Env = append(os.Environ(), envMode+"=spin "+d.String(), noRaceSleep)
+			cmd.Env = append(os.Environ(), envShortLived+"=spin "+d.String(), noRaceSleep)
 			cmd.Stderr = os.Stderr
 			if err := cmd.Run(); err != nil {
 				errs <- err
@@ -141,8 +132,8 @@ func procs(n int, d time.Duration, p int) error {
 	return <-errs
 }
 
-// execs runs /bin/true n times, p at a time.
-func execs(n, p int) error {
+// runExecs runs /bin/true n times, p at a time.
+func runExecs(n, p int) error {
 	sem := make(chan struct{}, p)
 	errs := make(chan error, n)
 	var wg sync.WaitGroup

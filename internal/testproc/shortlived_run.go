@@ -1,4 +1,4 @@
-package churn
+package testproc
 
 import (
 	"bytes"
@@ -11,25 +11,24 @@ import (
 	"testing"
 	"time"
 
-	"github.com/schedstatd/schedstatd/internal/testproc"
 	"golang.org/x/sys/unix"
 )
 
-// Proc is a running helper.
-type Proc struct {
+// ShortLived is a running helper of short-lived tasks.
+type ShortLived struct {
 	mode string
 	cmd  *exec.Cmd
 	out  bytes.Buffer
 	done chan error
 }
 
-// Start starts a helper in mode (see the modes of Main: "threads 1500 4ms
+// StartShortLived starts a helper in mode (see the modes of shortLived: "threads 1500 4ms
 // 4", "procs 200 10ms 2", "spin 10ms") inside every cgroup in dirs from
 // its first instruction, so each cgroup's own CPU counter sees all of the
 // helper's time: a single cgroup2 cgroup takes it at clone; otherwise a
 // shell moves itself into each and then executes the helper. The helper and everything it started are killed when the test
 // ends.
-func Start(t testing.TB, mode string, dirs ...string) *Proc {
+func StartShortLived(t testing.TB, mode string, dirs ...string) *ShortLived {
 	t.Helper()
 	script := `for d in "$@"; do echo $$ > "$d/cgroup.procs" || exit 3; done; exec "$0" -test.run='^$'`
 	cmd := exec.Command("/bin/sh", append([]string{"-c", script, os.Args[0]}, dirs...)...)
@@ -37,15 +36,15 @@ func Start(t testing.TB, mode string, dirs ...string) *Proc {
 	// One cgroup2 cgroup takes the helper at clone, without a shell whose
 	// start-up the cgroup's counter would miss.
 	if len(dirs) == 1 {
-		if fd, ok := testproc.Cgroup2FD(t, dirs[0]); ok {
+		if fd, ok := Cgroup2FD(t, dirs[0]); ok {
 			defer unix.Close(fd)
 			cmd = exec.Command(os.Args[0], "-test.run=^$")
 			cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, UseCgroupFD: true, CgroupFD: fd}
 		}
 	}
-	cmd.Env = append(os.Environ(), envMode+"="+mode, noRaceSleep)
+	cmd.Env = append(os.Environ(), envShortLived+"="+mode, noRaceSleep)
 	cmd.Stderr = os.Stderr
-	p := &Proc{mode: mode, cmd: cmd, done: make(chan error, 1)}
+	p := &ShortLived{mode: mode, cmd: cmd, done: make(chan error, 1)}
 	cmd.Stdout = &p.out
 	if err := cmd.Start(); err != nil {
 		t.Fatalf("start churn helper: %v", err)
@@ -57,7 +56,7 @@ func Start(t testing.TB, mode string, dirs ...string) *Proc {
 
 // Wait waits up to timeout for the helper to exit and returns the thread
 // ids it printed (threads mode only).
-func (p *Proc) Wait(t testing.TB, timeout time.Duration) []int32 {
+func (p *ShortLived) Wait(t testing.TB, timeout time.Duration) []int32 {
 	t.Helper()
 	select {
 	case err := <-p.done:
@@ -86,7 +85,7 @@ func (p *Proc) Wait(t testing.TB, timeout time.Duration) []int32 {
 }
 
 // Exited reports, without waiting, whether the helper has exited.
-func (p *Proc) Exited() bool {
+func (p *ShortLived) Exited() bool {
 	select {
 	case err := <-p.done:
 		p.done <- err
@@ -97,11 +96,11 @@ func (p *Proc) Exited() bool {
 }
 
 // PID returns the helper's process id.
-func (p *Proc) PID() int { return p.cmd.Process.Pid }
+func (p *ShortLived) PID() int { return p.cmd.Process.Pid }
 
 // kill kills the helper's process group, unless the helper exited by
 // itself (it waits for every process it starts), and reaps the helper.
-func (p *Proc) kill() {
+func (p *ShortLived) kill() {
 	select {
 	case err := <-p.done:
 		p.done <- err
@@ -114,4 +113,4 @@ func (p *Proc) kill() {
 }
 
 // String names the helper for messages.
-func (p *Proc) String() string { return fmt.Sprintf("churn helper %d (%s)", p.PID(), p.mode) }
+func (p *ShortLived) String() string { return fmt.Sprintf("churn helper %d (%s)", p.PID(), p.mode) }
