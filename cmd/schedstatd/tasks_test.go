@@ -361,8 +361,13 @@ func TestTasksAPIRequestsSharePasses(t *testing.T) {
 		}
 	}
 	t.Logf("%d concurrent requests ran %.0f passes", n, ran)
-	if ran < 1 || ran > n/5 {
-		t.Errorf("%d concurrent requests ran %.0f passes; want at least 1 and at most %d", n, ran, n/5)
+	// A request that comes while a pass runs waits for the next, which
+	// serves every request queued by then: the passes follow how far
+	// apart the requests come, which on a loaded machine (and under the
+	// race detector) is several passes long (3-6 of 40 here at a quiet
+	// moment, 10 at load 30), never one pass each.
+	if ran < 1 || ran > n/2 {
+		t.Errorf("%d concurrent requests ran %.0f passes; want at least 1 and at most %d", n, ran, n/2)
 	}
 }
 
