@@ -1,23 +1,37 @@
 GO       ?= $(shell command -v go 2>/dev/null || echo /usr/local/go/bin/go)
 VERSION  ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
+REVISION ?= $(shell git rev-parse HEAD 2>/dev/null)
 BRANCH   ?= $(shell git rev-parse --abbrev-ref HEAD 2>/dev/null)
 BUILD_USER ?= $(shell id -un 2>/dev/null)@$(shell hostname 2>/dev/null)
 BUILD_DATE ?= $(shell date -u +%Y%m%d-%H:%M:%S)
 VERSION_PKG := github.com/prometheus/common/version
 # LDFLAGS fill what --version and schedstatd_build_info show.
-LDFLAGS  := -X $(VERSION_PKG).Version=$(VERSION) -X $(VERSION_PKG).Revision=$(shell git rev-parse HEAD 2>/dev/null) \
+LDFLAGS  := -X $(VERSION_PKG).Version=$(VERSION) -X $(VERSION_PKG).Revision=$(REVISION) \
 	-X $(VERSION_PKG).Branch=$(BRANCH) -X $(VERSION_PKG).BuildUser=$(BUILD_USER) -X $(VERSION_PKG).BuildDate=$(BUILD_DATE)
 # BIN is where build writes the daemon.
 BIN      ?= schedstatd
 PKGS     ?= ./...
 BENCHOUT ?= bench.txt
 
-.PHONY: all build run test test-host test-deps test-kernels kernel-deps test-kubelet test-known-gaps test-short vet staticcheck lint fmt-check fuzz fuzz-smoke soak bench bench-smoke bench-daemon update-golden tidy-check clean
+.PHONY: all build image run test test-host test-deps test-kernels kernel-deps test-kubelet test-known-gaps test-short vet staticcheck lint fmt-check fuzz fuzz-smoke soak bench bench-smoke bench-daemon update-golden tidy-check clean
 
 all: build
 
 build:
 	$(GO) build -ldflags '$(LDFLAGS)' -o $(BIN) ./cmd/schedstatd
+
+# image writes the container image as an OCI archive, IMAGE_TAR, without
+# a container engine or registry (internal/imagebuild): the static daemon
+# (CGO_ENABLED=0, -trimpath, LDFLAGS) alone on an empty base, tagged
+# $(IMAGE_REPO):$(VERSION). Load it with `ctr -n k8s.io images import`,
+# `podman load -i`, `skopeo copy oci-archive:...` or `docker load -i`
+# (Docker 25+). deploy/Dockerfile builds the same image with Docker.
+IMAGE_REPO ?= ghcr.io/schedstatd/schedstatd
+IMAGE_ARCH ?= amd64
+IMAGE_TAR  ?= schedstatd-$(VERSION)-$(IMAGE_ARCH).oci.tar
+image:
+	PATH="$(dir $(GO)):$$PATH" $(GO) run ./internal/imagebuild/cmd -repository $(IMAGE_REPO) -version $(VERSION) \
+		-revision $(REVISION) -arch $(IMAGE_ARCH) -ldflags '$(LDFLAGS)' -o $(IMAGE_TAR)
 
 run: build
 	./schedstatd
@@ -172,4 +186,4 @@ update-golden:
 	$(GO) test ./... -run Golden -update
 
 clean:
-	rm -f schedstatd $(BENCHOUT)
+	rm -f schedstatd $(BENCHOUT) schedstatd-*.oci.tar
