@@ -1,13 +1,14 @@
 package deploy
 
 import (
+	"context"
 	"debug/elf"
-	"fmt"
 	"net"
 	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"sync"
 	"syscall"
@@ -18,6 +19,7 @@ import (
 	"github.com/prometheus/common/model"
 	"github.com/schedstatd/schedstatd/internal/e2e"
 	"github.com/schedstatd/schedstatd/internal/fakecri"
+	"github.com/schedstatd/schedstatd/internal/imagebuild"
 )
 
 var (
@@ -26,8 +28,7 @@ var (
 	buildErr  error
 )
 
-// binary builds the daemon once per test run, with CGO_ENABLED=0 as the
-// Dockerfile does.
+// binary builds the daemon once per test run, as the image holds it.
 func binary(t *testing.T) string {
 	t.Helper()
 	buildOnce.Do(func() {
@@ -37,13 +38,8 @@ func binary(t *testing.T) string {
 			return
 		}
 		binPath = filepath.Join(dir, "schedstatd")
-		// As the Dockerfile builds it: static, without cgo.
-		cmd := exec.Command("go", "build", "-o", binPath, "github.com/schedstatd/schedstatd/cmd/schedstatd")
-		cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
-		out, err := cmd.CombinedOutput()
-		if err != nil {
-			buildErr = fmt.Errorf("go build: %v\n%s", err, out)
-		}
+		// As make image and the Dockerfile build it: static, without cgo.
+		buildErr = imagebuild.BuildBinary(context.Background(), "..", runtime.GOARCH, "-X github.com/prometheus/common/version.Version="+testVersion, binPath)
 	})
 	if buildErr != nil {
 		t.Fatal(buildErr)
