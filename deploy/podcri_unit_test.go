@@ -79,15 +79,19 @@ func TestPodToCRI(t *testing.T) {
 // take fails it, rather than being ignored.
 func TestPodToCRIRejects(t *testing.T) {
 	for name, edit := range map[string]func(*corev1.PodSpec){
-		"env":                func(s *corev1.PodSpec) { s.Containers[0].Env = []corev1.EnvVar{{Name: "A", Value: "b"}} },
-		"configMap volume":   func(s *corev1.PodSpec) { s.Volumes[0].HostPath, s.Volumes[0].ConfigMap = nil, &corev1.ConfigMapVolumeSource{} },
-		"fsGroup":            func(s *corev1.PodSpec) { s.SecurityContext.FSGroup = ptr.To[int64](1) },
-		"init container":     func(s *corev1.PodSpec) { s.InitContainers = []corev1.Container{{Name: "i"}} },
-		"token":              func(s *corev1.PodSpec) { s.AutomountServiceAccountToken = nil },
-		"sysctls":            func(s *corev1.PodSpec) { s.SecurityContext.Sysctls = []corev1.Sysctl{{Name: "a", Value: "b"}} },
-		"procMount":          func(s *corev1.PodSpec) { s.Containers[0].SecurityContext.ProcMount = ptr.To(corev1.UnmaskedProcMount) },
-		"hugepages":          func(s *corev1.PodSpec) { s.Containers[0].Resources.Limits["hugepages-2Mi"] = resource.MustParse("2Mi") },
-		"recursiveReadOnly":  func(s *corev1.PodSpec) { s.Containers[0].VolumeMounts[0].RecursiveReadOnly = ptr.To(corev1.RecursiveReadOnlyIfPossible) },
+		"env": func(s *corev1.PodSpec) { s.Containers[0].Env = []corev1.EnvVar{{Name: "A", Value: "b"}} },
+		"configMap volume": func(s *corev1.PodSpec) {
+			s.Volumes[0].HostPath, s.Volumes[0].ConfigMap = nil, &corev1.ConfigMapVolumeSource{}
+		},
+		"fsGroup":        func(s *corev1.PodSpec) { s.SecurityContext.FSGroup = ptr.To[int64](1) },
+		"init container": func(s *corev1.PodSpec) { s.InitContainers = []corev1.Container{{Name: "i"}} },
+		"token":          func(s *corev1.PodSpec) { s.AutomountServiceAccountToken = nil },
+		"sysctls":        func(s *corev1.PodSpec) { s.SecurityContext.Sysctls = []corev1.Sysctl{{Name: "a", Value: "b"}} },
+		"procMount":      func(s *corev1.PodSpec) { s.Containers[0].SecurityContext.ProcMount = ptr.To(corev1.UnmaskedProcMount) },
+		"hugepages":      func(s *corev1.PodSpec) { s.Containers[0].Resources.Limits["hugepages-2Mi"] = resource.MustParse("2Mi") },
+		"recursiveReadOnly": func(s *corev1.PodSpec) {
+			s.Containers[0].VolumeMounts[0].RecursiveReadOnly = ptr.To(corev1.RecursiveReadOnlyIfPossible)
+		},
 		"$(VAR) in args":     func(s *corev1.PodSpec) { s.Containers[0].Args = append(s.Containers[0].Args, "--x=$(NODE)") },
 		"runAsNonRoot uid 0": func(s *corev1.PodSpec) { s.Containers[0].SecurityContext.RunAsNonRoot = ptr.To(true) },
 	} {
