@@ -13,7 +13,7 @@ BIN      ?= schedstatd
 PKGS     ?= ./...
 BENCHOUT ?= bench.txt
 
-.PHONY: all build image run test test-host test-deps test-kernels kernel-deps test-kubelet test-known-gaps test-short vet staticcheck lint fmt-check fuzz fuzz-smoke soak bench bench-smoke bench-daemon update-golden tidy-check clean
+.PHONY: all build image release test-chart run test test-host test-deps test-kernels kernel-deps test-kubelet test-known-gaps test-short vet staticcheck lint fmt-check fuzz fuzz-smoke soak bench bench-smoke bench-daemon update-golden tidy-check clean
 
 all: build
 
@@ -46,6 +46,7 @@ test: test-host test-kernels
 # every benchmark once so none rots.
 test-host: test-deps fmt-check vet staticcheck tidy-check
 	$(GO) test -race -count=1 -timeout 20m $(PKGS)
+	$(MAKE) test-chart
 	$(MAKE) fuzz-smoke
 	$(MAKE) bench-smoke
 
@@ -77,6 +78,15 @@ define apt-install
 		fi; \
 	fi
 endef
+
+# test-chart runs the Helm chart's tests (helm lint, helm template with
+# the default values and others, helm package, decoded strictly into the
+# k8s.io/api types and compared with deploy/). They live in test/chart, a
+# module of its own that pins helm.sh/helm/v3, so Helm's dependencies stay
+# out of schedstatd's go.mod. Cold, that builds Helm's packages: minutes.
+CHART_MODULE := test/chart
+test-chart:
+	cd $(CHART_MODULE) && $(GO) vet ./... && $(GO) test -count=1 -timeout 10m ./...
 
 # test-kubelet runs the daemon against a real kubelet in standalone mode
 # (static pods) over a real containerd. It builds the kubelet from

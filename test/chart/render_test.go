@@ -1,0 +1,220 @@
+package chart
+
+import (
+	"bytes"
+	"fmt"
+	"io"
+	"log"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"helm.sh/helm/v3/pkg/action"
+	"helm.sh/helm/v3/pkg/chart/loader"
+	"helm.sh/helm/v3/pkg/chartutil"
+	"sigs.k8s.io/yaml"
+)
+
+// Paths from this directory.
+const (
+	chartDir  = "../../charts/schedstatd"
+	deployDir = "../../deploy"
+)
+
+// The release the equality with deploy/ is checked for: its name and
+// namespace are deploy/'s.
+const (
+	releaseName      = "schedstatd"
+	releaseNamespace = "schedstatd"
+)
+
+// TestMain silences the line Helm logs each time it loads the chart, for
+// each of its two links (files/ links to deploy/alerts.yaml and the
+// dashboard); TestPackage checks what the links bring.
+func TestMain(m *testing.M) {
+	log.SetOutput(io.Discard)
+	os.Exit(m.Run())
+}
+
+// doc is one rendered object: its kind and name, and its YAML.
+type doc struct {
+	kind, name string
+	yaml       []byte
+}
+
+// render runs helm template on the chart with vals (YAML) for a cluster
+// of kubeVersion, and returns the objects by "Kind/name".
+func render(t *testing.T, vals string, kubeVersion string) (map[string]doc, error) {
+	t.Helper()
+	chrt, err := loader.Load(chartDir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	values := map[string]any{}
+	if err := yaml.Unmarshal([]byte(vals), &values); err != nil {
+		t.Fatal(err)
+	}
+	install := action.NewInstall(&action.Configuration{})
+	install.DryRun, install.ClientOnly, install.Replace = true, true, true
+	install.ReleaseName, install.Namespace = releaseName, releaseNamespace
+	kv, err := chartutil.ParseKubeVersion(kubeVersion)
+	if err != nil {
+		t.Fatal(err)
+	}
+	install.KubeVersion = kv
+	rel, err := install.Run(chrt, values)
+	if err != nil {
+		return nil, err
+	}
+	docs := map[string]doc{}
+	for _, part := range splitDocs(rel.Manifest) {
+		var meta struct {
+			Kind     string `json:"kind"`
+			Metadata struct {
+				Name string `json:"name"`
+			} `json:"metadata"`
+		}
+		if err := yaml.Unmarshal(part, &meta); err != nil {
+			t.Fatalf("a rendered document: %v\n%s", err, part)
+		}
+		if meta.Kind == "" {
+			continue // only comments
+		}
+		key := meta.Kind + "/" + meta.Metadata.Name
+		if _, dup := docs[key]; dup {
+			t.Fatalf("%s rendered twice", key)
+		}
+		docs[key] = doc{kind: meta.Kind, name: meta.Metadata.Name, yaml: part}
+	}
+	return docs, nil
+}
+
+// mustRender is render that fails the test on an error.
+func mustRender(t *testing.T, vals, kubeVersion string) map[string]doc {
+	t.Helper()
+	docs, err := render(t, vals, kubeVersion)
+	if err != nil {
+		t.Fatalf("helm template with %q: %v", vals, err)
+	}
+	return docs
+}
+
+// splitDocs splits a multi-document YAML stream at its "---" lines.
+func splitDocs(manifest string) [][]byte {
+	var docs [][]byte
+	var cur bytes.Buffer
+	for _, line := range strings.SplitAfter(manifest, "\n") {
+		if strings.TrimRight(line, "\n") == "---" {
+			docs = append(docs, bytes.Clone(cur.Bytes()))
+			cur.Reset()
+			continue
+		}
+		cur.WriteString(line)
+	}
+	return append(docs, cur.Bytes())
+}
+
+// decodeInto strictly decodes the rendered object key of docs into out.
+func decodeInto(t *testing.T, docs map[string]doc, key string, out any) {
+	t.Helper()
+	d, ok := docs[key]
+	if !ok {
+		var keys []string
+		for k := range docs {
+			keys = append(keys, k)
+		}
+		t.Fatalf("no %s rendered; rendered: %v", key, keys)
+	}
+	if err := decodeStrict(d.yaml, out); err != nil {
+		t.Fatalf("%s: %v\n%s", key, err, d.yaml)
+	}
+}
+
+// decodeFile strictly decodes deploy/name into out.
+func decodeFile(t *testing.T, name string, out any) {
+	t.Helper()
+	data, err := os.ReadFile(filepath.Join(deployDir, name))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := decodeStrict(data, out); err != nil {
+		t.Fatalf("%s: %v", name, err)
+	}
+}
+
+// decodeStrict decodes the YAML data into out, failing on a field out
+// has no place for, and on one lost or renamed on the way (encoding/json
+// matches field names regardless of case), as deploy/'s tests decode.
+func decodeStrict(data []byte, out any) error {
+	if err := yaml.UnmarshalStrict(data, out); err != nil {
+		return err
+	}
+	var written, read any
+	if err := yaml.Unmarshal(data, &written); err != nil {
+		return err
+	}
+	back, err := yaml.Marshal(out)
+	if err != nil {
+		return err
+	}
+	if err := yaml.Unmarshal(back, &read); err != nil {
+		return err
+	}
+	return subset("", written, read)
+}
+
+// subset fails unless every field and value of want is in got.
+func subset(path string, want, got any) error {
+	switch w := want.(type) {
+	case map[string]any:
+		g, ok := got.(map[string]any)
+		if !ok {
+			return fmt.Errorf("%s: decoded as %T", path, got)
+		}
+		for k, v := range w {
+			gv, ok := g[k]
+			if !ok && !isZero(v) {
+				return fmt.Errorf("%s.%s: lost in decoding (misspelt?)", path, k)
+			}
+			if ok {
+				if err := subset(path+"."+k, v, gv); err != nil {
+					return err
+				}
+			}
+		}
+	case []any:
+		g, ok := got.([]any)
+		if !ok || len(g) != len(w) {
+			return fmt.Errorf("%s: decoded as %v", path, got)
+		}
+		for i := range w {
+			if err := subset(fmt.Sprintf("%s[%d]", path, i), w[i], g[i]); err != nil {
+				return err
+			}
+		}
+	default:
+		if fmt.Sprint(want) != fmt.Sprint(got) {
+			return fmt.Errorf("%s: %v decoded as %v", path, want, got)
+		}
+	}
+	return nil
+}
+
+func isZero(v any) bool {
+	switch v := v.(type) {
+	case nil:
+		return true
+	case bool:
+		return !v
+	case float64:
+		return v == 0
+	case string:
+		return v == ""
+	case []any:
+		return len(v) == 0
+	case map[string]any:
+		return len(v) == 0
+	}
+	return false
+}
