@@ -71,8 +71,8 @@ func TestDaemonSetArgsParse(t *testing.T) {
 
 // TestStaticBuild checks that the daemon built as the Dockerfile builds it
 // (there is no container engine to run the Dockerfile itself in the test)
-// needs no dynamic loader or shared library, so it runs on
-// distroless/static.
+// needs no dynamic loader or shared library, so it runs
+// on the image's empty base.
 func TestStaticBuild(t *testing.T) {
 	out := binary(t)
 	f, err := elf.Open(out)

@@ -20,7 +20,7 @@ import (
 // Binary is where the image holds the daemon, its entrypoint.
 const Binary = "/schedstatd"
 
-// User is the image's default user, distroless's nonroot: where nothing
+// User is the image's default user, 65532 (distroless's nonroot): where nothing
 // says otherwise, the daemon runs without root. The DaemonSet sets its
 // own (deploy/README.md says why uid 0).
 const User = "65532:65532"
