@@ -3,7 +3,10 @@ VERSION  ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev
 REVISION ?= $(shell git rev-parse HEAD 2>/dev/null)
 BRANCH   ?= $(shell git rev-parse --abbrev-ref HEAD 2>/dev/null)
 BUILD_USER ?= $(shell id -un 2>/dev/null)@$(shell hostname 2>/dev/null)
-BUILD_DATE ?= $(shell date -u +%Y%m%d-%H:%M:%S)
+# Once per make run, so every binary of a release says the same.
+ifndef BUILD_DATE
+BUILD_DATE := $(shell date -u +%Y%m%d-%H:%M:%S)
+endif
 VERSION_PKG := github.com/prometheus/common/version
 # LDFLAGS fill what --version and schedstatd_build_info show.
 LDFLAGS  := -X $(VERSION_PKG).Version=$(VERSION) -X $(VERSION_PKG).Revision=$(REVISION) \
@@ -29,9 +32,52 @@ build:
 IMAGE_REPO ?= ghcr.io/schedstatd/schedstatd
 IMAGE_ARCH ?= amd64
 IMAGE_TAR  ?= schedstatd-$(VERSION)-$(IMAGE_ARCH).oci.tar
+IMAGEBUILD = PATH="$(dir $(GO)):$$PATH" $(GO) run ./internal/imagebuild/cmd -repository $(IMAGE_REPO) -version $(VERSION) \
+		-revision $(REVISION) -ldflags '$(LDFLAGS)'
 image:
-	PATH="$(dir $(GO)):$$PATH" $(GO) run ./internal/imagebuild/cmd -repository $(IMAGE_REPO) -version $(VERSION) \
-		-revision $(REVISION) -arch $(IMAGE_ARCH) -ldflags '$(LDFLAGS)' -o $(IMAGE_TAR)
+	$(IMAGEBUILD) -arch $(IMAGE_ARCH) -o $(IMAGE_TAR)
+
+# release makes every file of the release VERSION (a tag vX.Y.Z) in DIST,
+# up to the push, which it prints: for each of RELEASE_ARCHES the static
+# binary in a tarball with LICENSE, README.md and CHANGELOG.md, and the
+# image's OCI archive (make image); the chart, linted and packaged with
+# the Helm test/chart pins; deploy/'s manifests; and sha256sums.txt. It
+# first checks that CHANGELOG.md has the version's section, that the chart's
+# appVersion and deploy/'s image tag are VERSION, and that the installed
+# binary reports it; it says so when no tag VERSION names HEAD.
+RELEASE_ARCHES ?= amd64 arm64
+DIST ?= dist
+HELM = cd $(CHART_MODULE) && $(GO) run helm.sh/helm/v3/cmd/helm
+release:
+	@echo "$(VERSION)" | grep -Eq '^v[0-9]+\.[0-9]+\.[0-9]+(-rc\.[0-9]+)?$$' || { echo "VERSION=$(VERSION): want a tag vX.Y.Z (make release VERSION=v0.1.0)"; exit 1; }
+	@grep -q '^## $(VERSION)\b' CHANGELOG.md || { echo "CHANGELOG.md has no '## $(VERSION)' section"; exit 1; }
+	@grep -q '^appVersion: $(VERSION)$$' charts/schedstatd/Chart.yaml || { echo "charts/schedstatd/Chart.yaml: appVersion is not $(VERSION)"; exit 1; }
+	@grep -q 'image: $(IMAGE_REPO):$(VERSION)$$' deploy/daemonset.yaml && grep -q 'newTag: $(VERSION)$$' deploy/kustomization.yaml || { echo "deploy/: the image tag is not $(VERSION)"; exit 1; }
+	rm -rf $(DIST) && mkdir -p $(DIST)/bin
+	GOBIN=$(abspath $(DIST))/bin CGO_ENABLED=0 $(GO) install -trimpath -ldflags '$(LDFLAGS)' ./cmd/schedstatd
+	$(DIST)/bin/schedstatd --version 2>&1 | grep -q 'version $(VERSION) ' || { echo "go install: the binary does not report $(VERSION)"; exit 1; }
+	rm -rf $(DIST)/bin
+	set -e; for arch in $(RELEASE_ARCHES); do \
+		d=schedstatd-$(VERSION).linux-$$arch; mkdir -p $(DIST)/$$d; \
+		CGO_ENABLED=0 GOOS=linux GOARCH=$$arch $(GO) build -trimpath -ldflags '$(LDFLAGS)' -o $(DIST)/$$d/schedstatd ./cmd/schedstatd; \
+		cp LICENSE README.md CHANGELOG.md $(DIST)/$$d/; \
+		tar -C $(DIST) --owner=0 --group=0 -czf $(DIST)/$$d.tar.gz $$d; rm -rf $(DIST)/$$d; \
+		$(IMAGEBUILD) -arch $$arch -o $(DIST)/schedstatd-$(VERSION)-$$arch.oci.tar; \
+	done
+	$(HELM) lint --strict $(CURDIR)/charts/schedstatd
+	$(HELM) package $(CURDIR)/charts/schedstatd --destination $(abspath $(DIST))
+	cp deploy/namespace.yaml deploy/daemonset.yaml deploy/service.yaml deploy/podmonitor.yaml deploy/prometheusrule.yaml \
+		deploy/scrape-config.yaml deploy/scrape-rbac.yaml deploy/alerts.yaml deploy/grafana-dashboard.json $(DIST)/
+	cd $(DIST) && sha256sum * > sha256sums.txt
+	@ls -l $(DIST)
+	@if [ "$$(git rev-parse -q --verify 'refs/tags/$(VERSION)^{commit}' 2>/dev/null)" != "$$(git rev-parse HEAD)" ]; then \
+		echo "NOTE: no tag $(VERSION) names HEAD: these files are a dry run (git tag -a $(VERSION) -m $(VERSION), then make release again)"; fi
+	@echo "To publish $(VERSION):"
+	@echo "  git push origin $(VERSION)"
+	@for arch in $(RELEASE_ARCHES); do echo "  skopeo copy oci-archive:$(DIST)/schedstatd-$(VERSION)-$$arch.oci.tar docker://$(IMAGE_REPO):$(VERSION)-$$arch"; done
+	@echo "  (then one index for the tag: crane index append -t $(IMAGE_REPO):$(VERSION) $(foreach a,$(RELEASE_ARCHES),-m $(IMAGE_REPO):$(VERSION)-$(a)))"
+	@echo "  helm push $(DIST)/schedstatd-*.tgz oci://ghcr.io/schedstatd/charts"
+	@echo "  and attach $(DIST)/* to the GitHub release of $(VERSION), with its CHANGELOG.md section"
 
 run: build
 	./schedstatd
@@ -197,3 +243,4 @@ update-golden:
 
 clean:
 	rm -f schedstatd $(BENCHOUT) schedstatd-*.oci.tar
+	rm -rf $(DIST)
