@@ -47,7 +47,7 @@ image:
 # binary reports it; it says so when no tag VERSION names HEAD.
 RELEASE_ARCHES ?= amd64 arm64
 DIST ?= dist
-HELM = cd $(CHART_MODULE) && $(GO) run helm.sh/helm/v3/cmd/helm
+HELM = cd $(CHART_MODULE) && $(GO) tool helm
 release:
 	@echo "$(VERSION)" | grep -Eq '^v[0-9]+\.[0-9]+\.[0-9]+(-rc\.[0-9]+)?$$' || { echo "VERSION=$(VERSION): want a tag vX.Y.Z (make release VERSION=v0.1.0)"; exit 1; }
 	@grep -q '^## $(VERSION)\b' CHANGELOG.md || { echo "CHANGELOG.md has no '## $(VERSION)' section"; exit 1; }

@@ -47,6 +47,12 @@ type doc struct {
 // of kubeVersion, and returns the objects by "Kind/name".
 func render(t *testing.T, vals string, kubeVersion string) (map[string]doc, error) {
 	t.Helper()
+	return renderRelease(t, releaseName, releaseNamespace, vals, kubeVersion)
+}
+
+// renderRelease is render for the release name in namespace.
+func renderRelease(t *testing.T, name, namespace, vals string, kubeVersion string) (map[string]doc, error) {
+	t.Helper()
 	chrt, err := loader.Load(chartDir)
 	if err != nil {
 		t.Fatal(err)
@@ -57,7 +63,7 @@ func render(t *testing.T, vals string, kubeVersion string) (map[string]doc, erro
 	}
 	install := action.NewInstall(&action.Configuration{})
 	install.DryRun, install.ClientOnly, install.Replace = true, true, true
-	install.ReleaseName, install.Namespace = releaseName, releaseNamespace
+	install.ReleaseName, install.Namespace = name, namespace
 	kv, err := chartutil.ParseKubeVersion(kubeVersion)
 	if err != nil {
 		t.Fatal(err)
