@@ -92,9 +92,7 @@ func podToCRI(tmpl corev1.PodTemplateSpec, name, namespace, uid string, node cri
 		RunAsUser:        int64Value(podSC.RunAsUser),
 		RunAsGroup:       int64Value(podSC.RunAsGroup),
 	}
-	for _, g := range podSC.SupplementalGroups {
-		sandboxSC.SupplementalGroups = append(sandboxSC.SupplementalGroups, g)
-	}
+	sandboxSC.SupplementalGroups = append(sandboxSC.SupplementalGroups, podSC.SupplementalGroups...)
 	p := &criPod{qos: qos, sandbox: &runtimeapi.PodSandboxConfig{
 		Metadata:     &runtimeapi.PodSandboxMetadata{Name: name, Namespace: namespace, Uid: uid},
 		LogDirectory: filepath.Join(node.logDir, namespace+"_"+name+"_"+uid),
@@ -160,9 +158,7 @@ func containerToCRI(c corev1.Container, spec corev1.PodSpec, podSC *corev1.PodSe
 		MaskedPaths:   defaultMaskedPaths,
 		ReadonlyPaths: defaultReadonlyPaths,
 	}
-	for _, g := range podSC.SupplementalGroups {
-		lsc.SupplementalGroups = append(lsc.SupplementalGroups, g)
-	}
+	lsc.SupplementalGroups = append(lsc.SupplementalGroups, podSC.SupplementalGroups...)
 	if sc.Capabilities != nil {
 		lsc.Capabilities = &runtimeapi.Capability{}
 		for _, cp := range sc.Capabilities.Add {
