@@ -132,7 +132,7 @@ endef
 # out of schedstatd's go.mod. Cold, that builds Helm's packages: minutes.
 CHART_MODULE := test/chart
 test-chart:
-	cd $(CHART_MODULE) && $(GO) vet ./... && $(GO) test -count=1 -timeout 10m ./...
+	cd $(CHART_MODULE) && $(GO) mod tidy -diff && $(GO) vet ./... && $(GO) test -count=1 -timeout 10m ./...
 
 # test-kubelet runs the daemon against a real kubelet in standalone mode
 # (static pods) over a real containerd. It builds the kubelet from
