@@ -70,10 +70,13 @@ type Client struct {
 	absentAt time.Time
 	kick     chan struct{}
 
-	// state is the runtime's state as last logged, and sandbox the image
-	// of its pod sandboxes; only the refresher goroutine uses them.
+	// state is the runtime's state as last logged, sandbox the image of
+	// its pod sandboxes, and tags the image names the last ListImages
+	// that answered gave (image ids are content digests, so a name once
+	// found stays right); only the refresher goroutine uses them.
 	state   runtimeState
 	sandbox string
+	tags    map[string]string
 
 	// noticeMu guards seen, the cgroup paths Notice needs not parse again.
 	noticeMu sync.Mutex
@@ -275,22 +278,23 @@ func (c *Client) list(ctx context.Context) (*cache, *runtimeapi.VersionResponse,
 	if err != nil {
 		return nil, nil, fmt.Errorf("RuntimeService/ListContainers: %w", err)
 	}
-	var tags map[string]string
 	for _, ctr := range ctrs.GetContainers() {
 		if needsImageList(ctr) {
-			// Without names the image label falls back to the id; that is
-			// no reason to call the runtime down.
+			// A ListImages that fails (the runtime going down between the
+			// calls, say) keeps the names the last one gave; an image it
+			// never named is labelled with its id. Neither is a reason to
+			// call the runtime down.
 			if imgs, err := call(ctx, c.cfg.CallTimeout, func(ctx context.Context) (*runtimeapi.ListImagesResponse, error) {
 				return c.images.ListImages(ctx, &runtimeapi.ListImagesRequest{})
 			}); err == nil {
-				tags = imageTags(imgs.GetImages())
+				c.tags = imageTags(imgs.GetImages())
 			} else {
-				c.cfg.Logger.Debug("ListImages failed; image labels show image ids", "err", err)
+				c.cfg.Logger.Debug("ListImages failed; image labels keep the names last listed, or show image ids", "err", err)
 			}
 			break
 		}
 	}
-	return build(pods.GetItems(), ctrs.GetContainers(), tags, c.sandbox), version, nil
+	return build(pods.GetItems(), ctrs.GetContainers(), c.tags, c.sandbox), version, nil
 }
 
 // call runs f with a deadline of timeout.

@@ -3,6 +3,7 @@ package cri
 import (
 	"bytes"
 	"context"
+	"errors"
 	"log/slog"
 	"path/filepath"
 	"strings"
@@ -379,6 +380,38 @@ func TestUnknownIdsRateLimited(t *testing.T) {
 		t.Errorf("%d scrapes over 1s asked for %d ListContainers, want 1 to %d", scrapes, got, limit)
 	}
 	t.Logf("%d scrapes, %d refreshes", scrapes, got)
+}
+
+// TestImageNamesKeptWhenListImagesFails: a ListImages that fails after
+// one that answered (the runtime going down between the calls of a
+// refresh) keeps the names the last one gave, not the image ids.
+func TestImageNamesKeptWhenListImagesFails(t *testing.T) {
+	f := webRuntime()
+	f.Edit(func(l *fakecri.Lists) {
+		for _, c := range l.Containers {
+			c.Image.UserSpecifiedImage = ""
+		}
+		l.Images = []*runtimeapi.Image{{Id: "sha256:" + ctrWeb, RepoTags: []string{"docker.io/library/nginx:1.27"}}}
+	})
+	srv := fakecri.Start(t, f)
+	h := newHarness(t, Config{Endpoint: srv.Endpoint(), Interval: 20 * time.Millisecond, MinGap: time.Millisecond})
+	h.eventually("runtime up", isUp)
+	named := func(what string) {
+		t.Helper()
+		series, _ := h.scrape()
+		if got := series[scope(podWeb, ctrWeb)].Image; got != "docker.io/library/nginx:1.27" {
+			t.Errorf("%s: image %q", what, got)
+		}
+	}
+	named("ListImages answering")
+	f.FailListImages(errors.New("going down"))
+	deadline := time.Now().Add(10 * time.Second)
+	for calls := f.ListImagesCalls(); f.ListImagesCalls() < calls+3; time.Sleep(5 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatal("no refresh called ListImages again in 10s")
+		}
+	}
+	named("ListImages failing")
 }
 
 // TestImageIDsNamedFromListImages serves containers that name their image

@@ -69,6 +69,8 @@ type Runtime struct {
 	delay time.Duration
 	// sandboxImage is the image of pod sandboxes that Status reports.
 	sandboxImage string
+	// imagesErr, if not nil, is what ListImages answers.
+	imagesErr error
 
 	listContainers atomic.Int64
 	listImages     atomic.Int64
@@ -252,7 +254,18 @@ func (r *Runtime) ListImages(ctx context.Context, _ *runtimeapi.ListImagesReques
 	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
+	if r.imagesErr != nil {
+		return nil, r.imagesErr
+	}
 	return &runtimeapi.ListImagesResponse{Images: r.snapshot().Images}, nil
+}
+
+// FailListImages makes ListImages answer err from now on (nil: answer
+// again), as a runtime that goes down between two calls does.
+func (r *Runtime) FailListImages(err error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.imagesErr = err
 }
 
 // Server is a Runtime served on a unix socket.
