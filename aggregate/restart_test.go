@@ -14,6 +14,7 @@ import (
 // no series of the test cgroup falls across the restart, while a thread
 // spins and others churn in it.
 func TestRestart(t *testing.T) {
+	requireTaskStorage(t)
 	h := hierarchy(t, walked)
 	dir := testcg.Make(t, walked)
 	path := rel(t, h, dir)

@@ -22,6 +22,7 @@ import (
 // every test cgroup to the nanosecond, task counts included, and no
 // series may fall.
 func TestScenarioReal(t *testing.T) {
+	requireTaskStorage(t)
 	for _, name := range hierarchies {
 		t.Run(name, func(t *testing.T) {
 			p := newPair(t, name)
