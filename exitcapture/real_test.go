@@ -155,7 +155,17 @@ func TestRecordsMatchProc(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
+			// A task shows Z from exit_notify on, before its last switch
+			// away ends its run: read until the counters hold still.
 			final, err := zombie.Read(buf)
+			for deadline := time.Now().Add(2 * time.Second); err == nil && time.Now().Before(deadline); {
+				time.Sleep(20 * time.Millisecond)
+				var again schedstat.Stat
+				if again, err = zombie.Read(buf); err == nil && again == final {
+					break
+				}
+				final = again
+			}
 			zombie.Close()
 			if err != nil {
 				t.Fatal(err)
