@@ -101,7 +101,7 @@ test-host: test-deps fmt-check vet staticcheck tidy-check
 # pairs each command with its Debian package: tmux for the live view of
 # `top`, promtool (in prometheus) for the alert rules' unit tests,
 # containerd, runc and the static busybox its test images are made of for
-# the tests against a real container runtime (internal/containerdtest).
+# the tests against a real container runtime (internal/testkit/containerdtest).
 # Elsewhere the tests that need them say what is missing. Another apt-get
 # holding the lock (on a shared machine) is waited for, up to ten minutes.
 TEST_TOOLS ?= tmux:tmux promtool:prometheus containerd:containerd runc:runc busybox:busybox-static

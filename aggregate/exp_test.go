@@ -6,8 +6,8 @@ import (
 	"github.com/cilium/ebpf"
 	"github.com/cilium/ebpf/asm"
 	"github.com/cilium/ebpf/link"
-	"github.com/schedstatd/schedstatd/internal/benchx"
 	"github.com/schedstatd/schedstatd/internal/kbtf"
+	"github.com/schedstatd/schedstatd/internal/testkit/benchx"
 )
 
 // BenchmarkProgramParts times cut-down iterator programs over every task on

@@ -6,9 +6,9 @@ import (
 
 	"github.com/cilium/ebpf/btf"
 	"github.com/schedstatd/schedstatd/cgroupfs"
-	"github.com/schedstatd/schedstatd/internal/e2e"
-	"github.com/schedstatd/schedstatd/internal/testcg"
-	"github.com/schedstatd/schedstatd/internal/testproc"
+	"github.com/schedstatd/schedstatd/internal/testkit/e2e"
+	"github.com/schedstatd/schedstatd/internal/testkit/testcg"
+	"github.com/schedstatd/schedstatd/internal/testkit/testproc"
 )
 
 // TestMain lets a re-executed test binary become a helper (a churn or

@@ -13,7 +13,7 @@ import (
 	"github.com/cilium/ebpf/btf"
 	"github.com/schedstatd/schedstatd/cgroupfs"
 	"github.com/schedstatd/schedstatd/internal/loadmode"
-	"github.com/schedstatd/schedstatd/internal/testcg"
+	"github.com/schedstatd/schedstatd/internal/testkit/testcg"
 	"golang.org/x/sys/unix"
 )
 

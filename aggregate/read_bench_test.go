@@ -7,7 +7,7 @@ import (
 	"github.com/cilium/ebpf/asm"
 	"github.com/cilium/ebpf/link"
 	"github.com/schedstatd/schedstatd/cgroupfs"
-	"github.com/schedstatd/schedstatd/internal/benchx"
+	"github.com/schedstatd/schedstatd/internal/testkit/benchx"
 )
 
 // BenchmarkRead times the parts of a pass of the source: the iterator's

@@ -10,7 +10,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 	"github.com/schedstatd/schedstatd/cgroupfs"
-	"github.com/schedstatd/schedstatd/internal/baseline"
+	"github.com/schedstatd/schedstatd/internal/testkit/baseline"
 )
 
 // envCadvisor, set to a listen address, makes the test binary the
@@ -32,7 +32,7 @@ func cadvisorMain() {
 }
 
 // cadvisorReader reads the node the way cAdvisor's libcontainer handlers
-// read schedstat (internal/baseline): the same cgroupfs walk as the
+// read schedstat (internal/testkit/baseline): the same cgroupfs walk as the
 // daemon's, then a handler per cgroup that reads every task of its subtree
 // with os.ReadFile into a pid map; it serves the totals as const metrics
 // through client_golang, as cAdvisor does. Every second and on every

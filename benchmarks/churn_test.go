@@ -7,9 +7,9 @@ import (
 
 	"github.com/schedstatd/schedstatd/cgroupfs"
 	"github.com/schedstatd/schedstatd/container"
-	"github.com/schedstatd/schedstatd/internal/baseline"
-	"github.com/schedstatd/schedstatd/internal/benchx"
-	"github.com/schedstatd/schedstatd/internal/synth"
+	"github.com/schedstatd/schedstatd/internal/testkit/baseline"
+	"github.com/schedstatd/schedstatd/internal/testkit/benchx"
+	"github.com/schedstatd/schedstatd/internal/testkit/synth"
 	"github.com/schedstatd/schedstatd/schedstat"
 	"golang.org/x/sys/unix"
 )

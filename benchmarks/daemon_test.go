@@ -13,9 +13,9 @@ import (
 	"time"
 
 	"github.com/cilium/ebpf"
-	"github.com/schedstatd/schedstatd/internal/e2e"
-	"github.com/schedstatd/schedstatd/internal/testcg"
-	"github.com/schedstatd/schedstatd/internal/testproc"
+	"github.com/schedstatd/schedstatd/internal/testkit/e2e"
+	"github.com/schedstatd/schedstatd/internal/testkit/testcg"
+	"github.com/schedstatd/schedstatd/internal/testkit/testproc"
 	"golang.org/x/sys/unix"
 )
 
@@ -78,7 +78,7 @@ type daemonRow struct {
 // bench-daemon: 60s), one after another in the same run: the daemon as it
 // starts by default (the task iterator where it loads, exit capture), the
 // daemon over the procfs source (--collect.source=procfs), and the
-// cAdvisor-style reader (internal/baseline: a handler per cgroup reading
+// cAdvisor-style reader (internal/testkit/baseline: a handler per cgroup reading
 // its subtree's tasks with os.ReadFile, served through client_golang).
 // Each is scraped every SCHEDSTATD_BENCH_SCRAPE (10s) as Prometheus
 // scrapes (OpenMetrics, gzip). It reports the process's CPU (utime +

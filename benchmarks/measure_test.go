@@ -4,8 +4,8 @@ import (
 	"os"
 	"testing"
 
-	"github.com/schedstatd/schedstatd/internal/benchx"
-	"github.com/schedstatd/schedstatd/internal/testproc"
+	"github.com/schedstatd/schedstatd/internal/testkit/benchx"
+	"github.com/schedstatd/schedstatd/internal/testkit/testproc"
 	"golang.org/x/sys/unix"
 )
 

@@ -5,7 +5,7 @@ import (
 	"strconv"
 	"testing"
 
-	"github.com/schedstatd/schedstatd/internal/testproc"
+	"github.com/schedstatd/schedstatd/internal/testkit/testproc"
 	"github.com/schedstatd/schedstatd/schedstat"
 	"golang.org/x/sys/unix"
 )

@@ -5,8 +5,8 @@ import (
 	"strconv"
 	"testing"
 
-	"github.com/schedstatd/schedstatd/internal/baseline"
-	"github.com/schedstatd/schedstatd/internal/testproc"
+	"github.com/schedstatd/schedstatd/internal/testkit/baseline"
+	"github.com/schedstatd/schedstatd/internal/testkit/testproc"
 	"github.com/schedstatd/schedstatd/schedstat"
 )
 

@@ -6,8 +6,8 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/schedstatd/schedstatd/internal/e2e"
-	"github.com/schedstatd/schedstatd/internal/testcg"
+	"github.com/schedstatd/schedstatd/internal/testkit/e2e"
+	"github.com/schedstatd/schedstatd/internal/testkit/testcg"
 	"golang.org/x/sys/unix"
 )
 

@@ -8,8 +8,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/schedstatd/schedstatd/internal/testcg"
-	"github.com/schedstatd/schedstatd/internal/testproc"
+	"github.com/schedstatd/schedstatd/internal/testkit/testcg"
+	"github.com/schedstatd/schedstatd/internal/testkit/testproc"
 )
 
 // readKernel reads a cgroup's bandwidth or pressure file as the kernel

@@ -4,7 +4,7 @@ import (
 	"os"
 	"testing"
 
-	"github.com/schedstatd/schedstatd/internal/testproc"
+	"github.com/schedstatd/schedstatd/internal/testkit/testproc"
 )
 
 // TestMain runs the test binary as a helper process when it was started as

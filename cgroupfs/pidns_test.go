@@ -11,7 +11,7 @@ import (
 	"syscall"
 	"testing"
 
-	"github.com/schedstatd/schedstatd/internal/e2e"
+	"github.com/schedstatd/schedstatd/internal/testkit/e2e"
 )
 
 // pidnsHelperEnv, when set, makes the test binary print what

@@ -14,8 +14,8 @@ import (
 	"github.com/prometheus/common/expfmt"
 	"github.com/schedstatd/schedstatd/cgroupfs"
 	"github.com/schedstatd/schedstatd/container"
-	"github.com/schedstatd/schedstatd/internal/synth"
-	"github.com/schedstatd/schedstatd/internal/testrun"
+	"github.com/schedstatd/schedstatd/internal/testkit/synth"
+	"github.com/schedstatd/schedstatd/internal/testkit/testrun"
 	"github.com/schedstatd/schedstatd/procsource"
 )
 

@@ -8,7 +8,7 @@ import (
 	"time"
 
 	"github.com/schedstatd/schedstatd/container"
-	"github.com/schedstatd/schedstatd/internal/synth"
+	"github.com/schedstatd/schedstatd/internal/testkit/synth"
 )
 
 // TestPollerStateHooks checks that the hooks a state file is written from

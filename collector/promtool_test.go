@@ -6,7 +6,7 @@ import (
 	"testing"
 
 	"github.com/prometheus/common/expfmt"
-	"github.com/schedstatd/schedstatd/internal/e2e"
+	"github.com/schedstatd/schedstatd/internal/testkit/e2e"
 )
 
 // TestPromtoolCheckMetrics has promtool lint everything the exporter

@@ -13,7 +13,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 	"github.com/schedstatd/schedstatd/cgroupfs"
 	"github.com/schedstatd/schedstatd/container"
-	"github.com/schedstatd/schedstatd/internal/synth"
+	"github.com/schedstatd/schedstatd/internal/testkit/synth"
 	"github.com/schedstatd/schedstatd/schedstat"
 )
 

@@ -6,7 +6,7 @@ import (
 	"testing"
 
 	"github.com/schedstatd/schedstatd/container"
-	"github.com/schedstatd/schedstatd/internal/synth"
+	"github.com/schedstatd/schedstatd/internal/testkit/synth"
 )
 
 // benchNode is a synthetic node for the table's micro benchmarks: a root,

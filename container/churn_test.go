@@ -4,8 +4,8 @@ import (
 	"testing"
 
 	"github.com/schedstatd/schedstatd/container"
-	"github.com/schedstatd/schedstatd/internal/benchx"
-	"github.com/schedstatd/schedstatd/internal/synth"
+	"github.com/schedstatd/schedstatd/internal/testkit/benchx"
+	"github.com/schedstatd/schedstatd/internal/testkit/synth"
 )
 
 // churner keeps a fixed number of live synthetic tasks in one cgroup and

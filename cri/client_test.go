@@ -17,9 +17,9 @@ import (
 	"github.com/schedstatd/schedstatd/cgroupfs"
 	"github.com/schedstatd/schedstatd/collector"
 	"github.com/schedstatd/schedstatd/container"
-	"github.com/schedstatd/schedstatd/internal/fakecri"
-	"github.com/schedstatd/schedstatd/internal/synth"
-	"github.com/schedstatd/schedstatd/internal/testrun"
+	"github.com/schedstatd/schedstatd/internal/testkit/fakecri"
+	"github.com/schedstatd/schedstatd/internal/testkit/synth"
+	"github.com/schedstatd/schedstatd/internal/testkit/testrun"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 )
 

@@ -10,7 +10,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 	"github.com/schedstatd/schedstatd/cgroupfs"
 	"github.com/schedstatd/schedstatd/collector"
-	"github.com/schedstatd/schedstatd/internal/containerdtest"
+	"github.com/schedstatd/schedstatd/internal/testkit/containerdtest"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 )
 

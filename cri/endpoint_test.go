@@ -7,7 +7,7 @@ import (
 	"path/filepath"
 	"testing"
 
-	"github.com/schedstatd/schedstatd/internal/fakecri"
+	"github.com/schedstatd/schedstatd/internal/testkit/fakecri"
 )
 
 func TestSocketPath(t *testing.T) {

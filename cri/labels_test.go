@@ -7,7 +7,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 	"github.com/schedstatd/schedstatd/cgroupfs"
 	"github.com/schedstatd/schedstatd/collector"
-	"github.com/schedstatd/schedstatd/internal/fakecri"
+	"github.com/schedstatd/schedstatd/internal/testkit/fakecri"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 )
 

@@ -5,7 +5,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/schedstatd/schedstatd/internal/e2e"
+	"github.com/schedstatd/schedstatd/internal/testkit/e2e"
 )
 
 // ruleFile is a Prometheus rule file, as much of it as alerts.yaml may

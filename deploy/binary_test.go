@@ -17,9 +17,9 @@ import (
 
 	"github.com/prometheus/common/expfmt"
 	"github.com/prometheus/common/model"
-	"github.com/schedstatd/schedstatd/internal/e2e"
-	"github.com/schedstatd/schedstatd/internal/fakecri"
 	"github.com/schedstatd/schedstatd/internal/imagebuild"
+	"github.com/schedstatd/schedstatd/internal/testkit/e2e"
+	"github.com/schedstatd/schedstatd/internal/testkit/fakecri"
 )
 
 var (

@@ -13,9 +13,9 @@ import (
 	dto "github.com/prometheus/client_model/go"
 	"github.com/prometheus/common/expfmt"
 	"github.com/prometheus/common/model"
-	"github.com/schedstatd/schedstatd/internal/containerdtest"
 	"github.com/schedstatd/schedstatd/internal/imagebuild"
-	"github.com/schedstatd/schedstatd/internal/testcg"
+	"github.com/schedstatd/schedstatd/internal/testkit/containerdtest"
+	"github.com/schedstatd/schedstatd/internal/testkit/testcg"
 	corev1 "k8s.io/api/core/v1"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 )

@@ -11,7 +11,7 @@ import (
 	"time"
 
 	dto "github.com/prometheus/client_model/go"
-	"github.com/schedstatd/schedstatd/internal/containerdtest"
+	"github.com/schedstatd/schedstatd/internal/testkit/containerdtest"
 )
 
 // capBits are the capabilities the DaemonSet adds, by their bits.

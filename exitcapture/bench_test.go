@@ -5,7 +5,7 @@ import (
 	"testing"
 
 	"github.com/schedstatd/schedstatd/container"
-	"github.com/schedstatd/schedstatd/internal/synth"
+	"github.com/schedstatd/schedstatd/internal/testkit/synth"
 	"github.com/schedstatd/schedstatd/schedstat"
 )
 

@@ -8,8 +8,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/schedstatd/schedstatd/internal/testcg"
-	"github.com/schedstatd/schedstatd/internal/testproc"
+	"github.com/schedstatd/schedstatd/internal/testkit/testcg"
+	"github.com/schedstatd/schedstatd/internal/testkit/testproc"
 )
 
 // TestCoverageShortTasks is the case polling cannot see: 1,500 threads of

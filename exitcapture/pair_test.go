@@ -8,7 +8,7 @@ import (
 
 	"github.com/schedstatd/schedstatd/cgroupfs"
 	"github.com/schedstatd/schedstatd/container"
-	"github.com/schedstatd/schedstatd/internal/testcg"
+	"github.com/schedstatd/schedstatd/internal/testkit/testcg"
 	"github.com/schedstatd/schedstatd/procsource"
 )
 

@@ -9,8 +9,8 @@ import (
 	"github.com/cilium/ebpf"
 	"github.com/cilium/ebpf/asm"
 	"github.com/cilium/ebpf/link"
-	"github.com/schedstatd/schedstatd/internal/e2e"
-	"github.com/schedstatd/schedstatd/internal/testproc"
+	"github.com/schedstatd/schedstatd/internal/testkit/e2e"
+	"github.com/schedstatd/schedstatd/internal/testkit/testproc"
 	"golang.org/x/sys/unix"
 )
 

@@ -12,9 +12,9 @@ import (
 	"testing"
 
 	"github.com/schedstatd/schedstatd/cgroupfs"
-	"github.com/schedstatd/schedstatd/internal/e2e"
 	"github.com/schedstatd/schedstatd/internal/loadmode"
-	"github.com/schedstatd/schedstatd/internal/testcg"
+	"github.com/schedstatd/schedstatd/internal/testkit/e2e"
+	"github.com/schedstatd/schedstatd/internal/testkit/testcg"
 )
 
 const envProbe = "SCHEDSTATD_EXITCAPTURE_PROBE"

@@ -12,8 +12,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/schedstatd/schedstatd/internal/testcg"
-	"github.com/schedstatd/schedstatd/internal/testproc"
+	"github.com/schedstatd/schedstatd/internal/testkit/testcg"
+	"github.com/schedstatd/schedstatd/internal/testkit/testproc"
 	"github.com/schedstatd/schedstatd/schedstat"
 	"golang.org/x/sys/unix"
 )

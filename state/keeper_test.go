@@ -11,7 +11,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/schedstatd/schedstatd/container"
-	"github.com/schedstatd/schedstatd/internal/synth"
+	"github.com/schedstatd/schedstatd/internal/testkit/synth"
 	"github.com/schedstatd/schedstatd/state"
 )
 

@@ -5,7 +5,7 @@ import (
 
 	"github.com/schedstatd/schedstatd/cgroupfs"
 	"github.com/schedstatd/schedstatd/container"
-	"github.com/schedstatd/schedstatd/internal/testproc"
+	"github.com/schedstatd/schedstatd/internal/testkit/testproc"
 )
 
 // TestSteadyStateAllocs pins the per-task cost of a pass at zero

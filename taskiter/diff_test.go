@@ -10,8 +10,8 @@ import (
 	"github.com/google/go-cmp/cmp"
 	"github.com/schedstatd/schedstatd/cgroupfs"
 	"github.com/schedstatd/schedstatd/container"
-	"github.com/schedstatd/schedstatd/internal/testcg"
-	"github.com/schedstatd/schedstatd/internal/testproc"
+	"github.com/schedstatd/schedstatd/internal/testkit/testcg"
+	"github.com/schedstatd/schedstatd/internal/testkit/testproc"
 	"github.com/schedstatd/schedstatd/procsource"
 	"github.com/schedstatd/schedstatd/schedstat"
 )

@@ -3,7 +3,7 @@ package taskiter_test
 import (
 	"testing"
 
-	"github.com/schedstatd/schedstatd/internal/testproc"
+	"github.com/schedstatd/schedstatd/internal/testkit/testproc"
 
 	"github.com/schedstatd/schedstatd/schedstat"
 )

@@ -11,8 +11,8 @@ import (
 
 	"github.com/cilium/ebpf"
 	"github.com/schedstatd/schedstatd/cgroupfs"
-	"github.com/schedstatd/schedstatd/internal/e2e"
 	"github.com/schedstatd/schedstatd/internal/loadmode"
+	"github.com/schedstatd/schedstatd/internal/testkit/e2e"
 	"github.com/schedstatd/schedstatd/taskiter"
 )
 

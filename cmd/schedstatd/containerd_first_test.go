@@ -7,7 +7,7 @@ import (
 	"time"
 
 	dto "github.com/prometheus/client_model/go"
-	"github.com/schedstatd/schedstatd/internal/containerdtest"
+	"github.com/schedstatd/schedstatd/internal/testkit/containerdtest"
 )
 
 // startContainerdNode starts a containerd, the daemon with its default collect

@@ -14,8 +14,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/schedstatd/schedstatd/internal/containerdtest"
-	"github.com/schedstatd/schedstatd/internal/testcg"
+	"github.com/schedstatd/schedstatd/internal/testkit/containerdtest"
+	"github.com/schedstatd/schedstatd/internal/testkit/testcg"
 )
 
 // burstScript is a shell loop of about 0.1-0.3 s of CPU time here.

@@ -11,8 +11,8 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	dto "github.com/prometheus/client_model/go"
-	"github.com/schedstatd/schedstatd/internal/containerdtest"
-	"github.com/schedstatd/schedstatd/internal/testcg"
+	"github.com/schedstatd/schedstatd/internal/testkit/containerdtest"
+	"github.com/schedstatd/schedstatd/internal/testkit/testcg"
 )
 
 // spinImage is a second image, so that each container's image label is

@@ -10,8 +10,8 @@ import (
 	"time"
 
 	"github.com/schedstatd/schedstatd/aggregate"
-	"github.com/schedstatd/schedstatd/internal/testcg"
-	"github.com/schedstatd/schedstatd/internal/testproc"
+	"github.com/schedstatd/schedstatd/internal/testkit/testcg"
+	"github.com/schedstatd/schedstatd/internal/testkit/testproc"
 )
 
 var containerCounters = []string{

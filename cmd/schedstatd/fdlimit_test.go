@@ -9,9 +9,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/schedstatd/schedstatd/internal/e2e"
-	"github.com/schedstatd/schedstatd/internal/testcg"
-	"github.com/schedstatd/schedstatd/internal/testproc"
+	"github.com/schedstatd/schedstatd/internal/testkit/e2e"
+	"github.com/schedstatd/schedstatd/internal/testkit/testcg"
+	"github.com/schedstatd/schedstatd/internal/testkit/testproc"
 )
 
 // TestFDLimitBelowThreadCount runs the daemon with RLIMIT_NOFILE far below

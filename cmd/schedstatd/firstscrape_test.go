@@ -8,10 +8,10 @@ import (
 	"testing"
 	"time"
 
-	"github.com/schedstatd/schedstatd/internal/e2e"
-	"github.com/schedstatd/schedstatd/internal/fakecri"
-	"github.com/schedstatd/schedstatd/internal/testcg"
-	"github.com/schedstatd/schedstatd/internal/testproc"
+	"github.com/schedstatd/schedstatd/internal/testkit/e2e"
+	"github.com/schedstatd/schedstatd/internal/testkit/fakecri"
+	"github.com/schedstatd/schedstatd/internal/testkit/testcg"
+	"github.com/schedstatd/schedstatd/internal/testkit/testproc"
 )
 
 // TestNewContainerLabelledOnFirstScrape starts a container between two

@@ -15,8 +15,8 @@ import (
 	"github.com/schedstatd/schedstatd/cgroupfs"
 	"github.com/schedstatd/schedstatd/collector"
 	"github.com/schedstatd/schedstatd/container"
-	"github.com/schedstatd/schedstatd/internal/synth"
-	"github.com/schedstatd/schedstatd/internal/testrun"
+	"github.com/schedstatd/schedstatd/internal/testkit/synth"
+	"github.com/schedstatd/schedstatd/internal/testkit/testrun"
 )
 
 // flakyTree is a synthetic tree whose listing can be made to fail.

@@ -10,7 +10,7 @@ import (
 	"time"
 
 	dto "github.com/prometheus/client_model/go"
-	"github.com/schedstatd/schedstatd/internal/containerdtest"
+	"github.com/schedstatd/schedstatd/internal/testkit/containerdtest"
 )
 
 // kubePod is a pod run by a real containerd as kubelet runs it with the

@@ -14,7 +14,7 @@ import (
 	"time"
 
 	dto "github.com/prometheus/client_model/go"
-	"github.com/schedstatd/schedstatd/internal/containerdtest"
+	"github.com/schedstatd/schedstatd/internal/testkit/containerdtest"
 )
 
 // Static pods of TestKubeletStaticPods: a burstable one that spins, a

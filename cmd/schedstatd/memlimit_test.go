@@ -9,8 +9,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/schedstatd/schedstatd/internal/testcg"
-	"github.com/schedstatd/schedstatd/internal/testproc"
+	"github.com/schedstatd/schedstatd/internal/testkit/testcg"
+	"github.com/schedstatd/schedstatd/internal/testkit/testproc"
 )
 
 // TestMemoryLimitBoundsKeptFDs runs the daemon, procfs source, in a memory

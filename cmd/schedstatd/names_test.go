@@ -6,7 +6,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/schedstatd/schedstatd/internal/testcg"
+	"github.com/schedstatd/schedstatd/internal/testkit/testcg"
 )
 
 // TestNoNameKubeletServes scrapes the daemon on this machine's real

@@ -11,7 +11,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/schedstatd/schedstatd/internal/e2e"
+	"github.com/schedstatd/schedstatd/internal/testkit/e2e"
 )
 
 // TestOutsideHostPIDNamespace runs the daemon in a new PID namespace, as in

@@ -7,7 +7,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/schedstatd/schedstatd/internal/testcg"
+	"github.com/schedstatd/schedstatd/internal/testkit/testcg"
 )
 
 // TestPressureOffIsSaid runs the daemon on a cgroup2 tree whose pressure

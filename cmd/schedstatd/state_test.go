@@ -15,8 +15,8 @@ import (
 	dto "github.com/prometheus/client_model/go"
 	"github.com/prometheus/common/expfmt"
 	"github.com/prometheus/common/model"
-	"github.com/schedstatd/schedstatd/internal/testcg"
-	"github.com/schedstatd/schedstatd/internal/testproc"
+	"github.com/schedstatd/schedstatd/internal/testkit/testcg"
+	"github.com/schedstatd/schedstatd/internal/testkit/testproc"
 	"github.com/schedstatd/schedstatd/state"
 )
 

@@ -16,7 +16,7 @@ import (
 	"time"
 
 	"github.com/prometheus/common/expfmt"
-	"github.com/schedstatd/schedstatd/internal/e2e"
+	"github.com/schedstatd/schedstatd/internal/testkit/e2e"
 )
 
 // passes returns schedstatd_collections_total of one scrape, which runs a

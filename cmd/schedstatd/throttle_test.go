@@ -12,8 +12,8 @@ import (
 	"time"
 
 	"github.com/schedstatd/schedstatd/cgroupfs"
-	"github.com/schedstatd/schedstatd/internal/testcg"
-	"github.com/schedstatd/schedstatd/internal/testproc"
+	"github.com/schedstatd/schedstatd/internal/testkit/testcg"
+	"github.com/schedstatd/schedstatd/internal/testkit/testproc"
 	"golang.org/x/sys/unix"
 )
 

@@ -16,7 +16,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/schedstatd/schedstatd/internal/e2e"
+	"github.com/schedstatd/schedstatd/internal/testkit/e2e"
 	"golang.org/x/crypto/bcrypt"
 )
 

@@ -16,7 +16,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/schedstatd/schedstatd/internal/testproc"
+	"github.com/schedstatd/schedstatd/internal/testkit/testproc"
 	"github.com/schedstatd/schedstatd/schedstat"
 )
 

@@ -8,7 +8,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/schedstatd/schedstatd/cgroupfs"
-	"github.com/schedstatd/schedstatd/internal/baseline"
+	"github.com/schedstatd/schedstatd/internal/testkit/baseline"
 	"github.com/schedstatd/schedstatd/schedstat"
 	"golang.org/x/sys/unix"
 )

@@ -9,7 +9,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/schedstatd/schedstatd/internal/e2e"
+	"github.com/schedstatd/schedstatd/internal/testkit/e2e"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 )
 

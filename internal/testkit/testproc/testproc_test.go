@@ -6,7 +6,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/schedstatd/schedstatd/internal/testproc"
+	"github.com/schedstatd/schedstatd/internal/testkit/testproc"
 )
 
 func TestMain(m *testing.M) {

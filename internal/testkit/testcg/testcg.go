@@ -12,7 +12,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/schedstatd/schedstatd/internal/e2e"
+	"github.com/schedstatd/schedstatd/internal/testkit/e2e"
 	"golang.org/x/sys/unix"
 )
 
