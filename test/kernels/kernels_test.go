@@ -103,7 +103,7 @@ func checkFeatures(t *testing.T, kernel string, results map[string]map[string]re
 					for _, name := range tests {
 						if r := results[pkg][name]; r.action != want {
 							state = "FAILS"
-							t.Errorf("%s: %s %s: %s, want %s: this kernel is meant to fall back", f.name, pkg, name, cmp.Or(r.action, "not run"), want)
+							t.Errorf("%s: %s %s: %s, want %s: this kernel is meant to fall back; it said last: %s", f.name, pkg, name, cmp.Or(r.action, "not run"), want, lastLog(r.output))
 						}
 					}
 				}
@@ -117,7 +117,7 @@ func checkFeatures(t *testing.T, kernel string, results map[string]map[string]re
 				r, ran := results[pkg][name]
 				if !ran || r.action != "pass" {
 					ok = false
-					t.Errorf("%s: %s %s did not pass (%s): this kernel is meant to support it", f.name, pkg, name, cmp.Or(r.action, "not run"))
+					t.Errorf("%s: %s %s did not pass (%s): this kernel is meant to support it; it said last: %s", f.name, pkg, name, cmp.Or(r.action, "not run"), lastLog(r.output))
 				}
 			}
 		}
@@ -237,7 +237,7 @@ func report(t *testing.T, pkg string, s *section) []result {
 			switch r.action {
 			case "pass":
 			case "skip":
-				t.Skip(skipReason(r.output))
+				t.Skip(lastLog(r.output))
 			default:
 				failed = true
 				t.Errorf("failed in the VM:\n%s", r.output)

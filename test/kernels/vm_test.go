@@ -401,7 +401,7 @@ func parse(t *testing.T, pkg string, out []byte) []result {
 			r.action = e.Action
 		}
 		if e.Test != top && e.Action == "skip" {
-			r.skipped = append(r.skipped, e.Test+": "+skipReason(own[e.Test]))
+			r.skipped = append(r.skipped, e.Test+": "+lastLog(own[e.Test]))
 		}
 	}
 	rs := make([]result, 0, len(order))
@@ -411,11 +411,13 @@ func parse(t *testing.T, pkg string, out []byte) []result {
 	return rs
 }
 
-// skipReason returns the reason a skipped test gave.
-var skipLine = regexp.MustCompile(`(?m)^\s+\S+\.go:\d+: (.*)$`)
+// logLine is a line a test logged, with its file and line.
+var logLine = regexp.MustCompile(`(?m)^\s+\S+\.go:\d+: (.*)$`)
 
-func skipReason(out string) string {
-	if m := skipLine.FindAllStringSubmatch(out, -1); m != nil {
+// lastLog returns the last line a test logged: the reason a skipped test
+// gave, or what a failed one said last.
+func lastLog(out string) string {
+	if m := logLine.FindAllStringSubmatch(out, -1); m != nil {
 		return m[len(m)-1][1]
 	}
 	return "no reason given"
