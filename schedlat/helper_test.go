@@ -16,15 +16,21 @@ import (
 )
 
 // envLatency makes the test binary a latency-sensitive helper: one thread
-// that sleeps 1 ms and spins 1 ms, over and over.
+// that sleeps 1 ms and spins for the duration the variable holds, over and
+// over.
 const envLatency = "SCHEDLAT_TEST_LATENCY"
 
 // latencyHelper turns the process into the latency helper when asked: it
-// prints its worker's tid, then sleeps 1 ms and spins 1 ms until stdin
+// prints its worker's tid, then sleeps 1 ms and spins a burst until stdin
 // closes.
 func latencyHelper() {
 	if os.Getenv(envLatency) == "" {
 		return
+	}
+	burst, err := time.ParseDuration(os.Getenv(envLatency))
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "latency helper: %s=%q: %v\n", envLatency, os.Getenv(envLatency), err)
+		os.Exit(2)
 	}
 	runtime.LockOSThread()
 	stop := make(chan struct{})
@@ -41,18 +47,18 @@ func latencyHelper() {
 		default:
 		}
 		unix.Nanosleep(&nap, nil)
-		end := time.Now().Add(time.Millisecond)
+		end := time.Now().Add(burst)
 		for time.Now().Before(end) {
 		}
 	}
 }
 
-// startLatency starts the latency helper, killed when t ends, and
-// returns its process and its worker's tid.
-func startLatency(t testing.TB) (*exec.Cmd, int) {
+// startLatency starts the latency helper with bursts of burst, killed
+// when t ends, and returns its process and its worker's tid.
+func startLatency(t testing.TB, burst time.Duration) (*exec.Cmd, int) {
 	t.Helper()
 	cmd := exec.Command(os.Args[0], "-test.run=^$")
-	cmd.Env = append(os.Environ(), envLatency+"=1")
+	cmd.Env = append(os.Environ(), envLatency+"="+burst.String())
 	cmd.Stderr = os.Stderr
 	in, err := cmd.StdinPipe()
 	if err != nil {
