@@ -35,6 +35,9 @@ type cgroupState struct {
 	// subtreeUnread is set when this pass could not list the cgroup's
 	// children, or kept the cgroup unseen: its descendants are kept too.
 	subtreeUnread bool
+	// gapKnown is set when the first pass of a restored table filled
+	// this cgroup's own run-time gap (restore.go).
+	gapKnown bool
 
 	// Computed by rollup: own and tasks plus those of all descendants.
 	total      schedstat.Stat

@@ -76,9 +76,18 @@ func (t *Table) Exit(x Exit) {
 		return
 	}
 	if g, ok := t.graves.dig(x.TID, x.StartTime); ok {
+		d := x.Final.Since(g.last)
+		if g.filled {
+			d.RunNanoseconds = 0
+			t.restored.LateExits++
+		}
 		cg := g.cg.live()
-		cg.own = cg.own.Add(x.Final.Since(g.last))
+		cg.own = cg.own.Add(d)
 		return
+	}
+	if t.runFilled(x) {
+		x.Final.RunNanoseconds = 0
+		t.restored.LateExits++
 	}
 	if cg := t.cgroups.byID[x.Cgroup]; cg != nil && cg.seen == t.pass {
 		cg.own = cg.own.Add(x.Final)

@@ -16,10 +16,13 @@ const (
 	maxGraves = 1 << 17
 )
 
-// grave is what was counted for a retired task.
+// grave is what was counted for a retired task. filled is set for a task
+// of a restored table's State that exited while no daemon ran: its run
+// since last was filled from its cgroup's counter (restore.go).
 type grave struct {
-	last schedstat.Stat
-	cg   *cgroupState
+	last   schedstat.Stat
+	cg     *cgroupState
+	filled bool
 }
 
 // generation holds the tasks retired within exitMargin of its first.
@@ -45,6 +48,11 @@ type graveyard struct {
 }
 
 func (g *graveyard) bury(tid int32, e *entry, now int64) {
+	g.put(tid, e.start, grave{last: e.last, cg: e.cg}, now)
+}
+
+// put remembers gr for the task tid that started at start.
+func (g *graveyard) put(tid int32, start uint64, gr grave, now int64) {
 	if !g.enabled {
 		return
 	}
@@ -52,7 +60,7 @@ func (g *graveyard) bury(tid int32, e *entry, now int64) {
 		g.gens = append(g.gens, generation{graves: make(map[identity]grave), begin: now, end: now})
 	}
 	cur := &g.gens[len(g.gens)-1]
-	cur.graves[identity{tid, e.start}] = grave{last: e.last, cg: e.cg}
+	cur.graves[identity{tid, start}] = gr
 	cur.end = max(cur.end, now)
 	g.count++
 }

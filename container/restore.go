@@ -24,7 +24,14 @@ import (
 //     increase since the save less what the pass credited in it, and no
 //     more than every ancestor's own such gap allows, so a thread that
 //     moved between cgroups is never counted twice. Runqueue wait and
-//     timeslices of those tasks are lost.
+//     timeslices of those tasks are lost, unless their exit records come
+//     after that pass: an exit source at sched_process_free writes a
+//     task's record up to ExitRecordDelay after its exit, so a task the
+//     last daemon saw reaped may be freed once this one has loaded. Such
+//     a record adds its wait and timeslices but not its run, which the
+//     fill has: a saved task's increase over its saved counters, any
+//     other task's whole life if it started before that pass listed the
+//     hierarchy (started before and not listed, so it had exited).
 
 // restoredTask is a saved task not yet found by a pass.
 type restoredTask struct {
@@ -44,6 +51,9 @@ type restoreState struct {
 	root    *cgroupState
 	tasks   map[int32]restoredTask
 	cgroups map[*cgroupState]restoredCgroup
+	// listedAfter is the boot clock, in clock ticks, before the listing
+	// of the pass now running.
+	listedAfter uint64
 }
 
 // RestoreStats says what a restore brought back, for self metrics and the
@@ -63,6 +73,11 @@ type RestoreStats struct {
 	// FilledRunNanoseconds is the run time of tasks that exited unseen,
 	// taken from the cgroups' own CPU counters.
 	FilledRunNanoseconds uint64
+	// LateExits are exit records that came after the first complete
+	// pass for tasks that had exited before it, whose run that pass
+	// filled: they added their wait and timeslices only. It may grow
+	// after Done.
+	LateExits int
 }
 
 // Restored returns what Restore brought back. It must be called from the
@@ -131,14 +146,13 @@ func (t *Table) resume(tid int32, e *entry) {
 		return
 	}
 	r, ok := t.restore.tasks[tid]
-	if !ok {
+	if !ok || r.start != e.start {
+		// Another task took the id: the saved one stays for finishRestore.
 		return
 	}
 	delete(t.restore.tasks, tid)
-	if r.start == e.start {
-		e.last = r.last
-		t.restored.TasksResumed++
-	}
+	e.last = r.last
+	t.restored.TasksResumed++
 }
 
 // exitBeforeFirstPass takes an exit record delivered before the first pass
@@ -193,6 +207,14 @@ func (t *Table) finishRestore() {
 		t.restored.TasksResumed++
 	}
 	t.fillGaps(rs)
+	// Saved tasks that exited unseen: a record of one that comes later
+	// adds what the fill does not have.
+	now := t.clock()
+	for tid, r := range rs.tasks {
+		if e, ok := t.tasks[tid]; !ok || e.start != r.start {
+			t.graves.put(tid, r.start, grave{last: r.last, cg: r.cg, filled: t.gapFilled(r.cg)}, now)
+		}
+	}
 	for cg := range rs.cgroups {
 		if cg.seen != t.pass {
 			t.restored.CgroupsGone++
@@ -200,6 +222,31 @@ func (t *Table) finishRestore() {
 	}
 	t.restore = nil
 	t.restored.Done = true
+}
+
+// runFilled reports whether the run of x, a record for a task no pass saw,
+// is in what the first pass of a restored table filled: the task started
+// before that pass listed the hierarchy, so it had exited, and its
+// cgroup's gap was filled.
+func (t *Table) runFilled(x Exit) bool {
+	if t.filledUpTo == 0 || x.StartTime > t.filledUpTo {
+		return false
+	}
+	cg := t.cgroups.byID[x.Cgroup]
+	return cg != nil && (cg.gapKnown || cg.folded != nil && cg.live().gapKnown)
+}
+
+// gapFilled reports whether the run of a task of cg that exited unseen is
+// in a gap the first pass of a restored table filled: cg's own, or, for a
+// cgroup removed since the save, that of its nearest listed ancestor,
+// whose counter holds the removed one's time. It is called in that pass.
+func (t *Table) gapFilled(cg *cgroupState) bool {
+	for ; cg != nil; cg = cg.parent {
+		if cg.seen == t.pass {
+			return cg.gapKnown
+		}
+	}
+	return false
 }
 
 // gapNode is one listed cgroup's run-time gap in fillGaps.
@@ -286,6 +333,7 @@ func (t *Table) fillGaps(rs *restoreState) {
 	if !root.known {
 		return
 	}
+	t.filledUpTo = rs.listedAfter
 	// The root's own gap is not filled: a v2 root's counter also holds
 	// interrupt and steal time that no task ran.
 	root.left = max(root.gap, 0)
@@ -300,6 +348,7 @@ func (t *Table) fillGaps(rs *restoreState) {
 		if !n.kidsKnown {
 			continue
 		}
+		cg.gapKnown = true
 		f := min(max(n.gap-n.kidsGap, 0), n.left)
 		if f > 0 {
 			cg.own.RunNanoseconds += uint64(f)

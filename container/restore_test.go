@@ -8,6 +8,7 @@ import (
 	"github.com/google/go-cmp/cmp/cmpopts"
 	"github.com/schedstatd/schedstatd/cgroupfs"
 	"github.com/schedstatd/schedstatd/container"
+	"github.com/schedstatd/schedstatd/internal/testkit/synth"
 	"github.com/schedstatd/schedstatd/schedstat"
 )
 
@@ -238,5 +239,56 @@ func TestRestoreKeepsKernelCounters(t *testing.T) {
 	got, _ := r.pass().Lookup("/a")
 	if got.Pressure.SomeNanoseconds != 505 || got.Bandwidth.Periods != 11 || got.Bandwidth.ThrottledNanoseconds != 70 {
 		t.Errorf("after a restart and /a made again: pressure %+v, bandwidth %+v", got.Pressure, got.Bandwidth)
+	}
+}
+
+// TestRestoreLateExitRecords: an exit source at sched_process_free writes
+// a task's record up to ExitRecordDelay after the task was reaped, so the
+// records of tasks that exited just before a restart can come after the
+// new table's first pass, which filled their run from the cgroup's
+// counter. They add their wait and timeslices, not that run again; a task
+// that started after that pass listed counts whole.
+func TestRestoreLateExitRecords(t *testing.T) {
+	r := newRig(t, "/", "/a")
+	r.table.TrackExits()
+	r.spawn(10, 100, 10, 1)
+	r.tree.Set("/a", 10)
+	r.setUsage(map[string]uint64{"/": 1000, "/a": 100})
+	r.pass()
+	st := r.table.State()
+	r.table.Close()
+
+	// While down: 10 ran 50 more (wait 5, one timeslice) and exited; 11
+	// lived in /a for 30 (wait 3, one timeslice).
+	ten := r.k.Task(10)
+	ten.Stat = stat(150, 15, 2)
+	r.k.Exit(10)
+	eleven := r.spawn(11, 30, 3, 1)
+	r.k.Exit(11)
+	r.tree.Set("/a")
+	r.setUsage(map[string]uint64{"/": 1080, "/a": 180})
+
+	r.table = container.NewTable(r.tree, r.k)
+	r.table.TrackExits()
+	container.SetTicks(r.table, r.k.Now)
+	if err := r.table.Restore(st); err != nil {
+		t.Fatal(err)
+	}
+	got := totalsOf(r.pass())
+	if want := stat(180, 10, 1); got["/a"] != want {
+		t.Fatalf("after the first pass /a = %+v, want %+v (run filled from the counter)", got["/a"], want)
+	}
+	// 12 starts after that pass and exits before the next one lists it.
+	twelve := r.spawn(12, 20, 2, 1)
+	r.k.Exit(12)
+	for _, task := range []*synth.Task{ten, eleven, twelve} {
+		r.table.Exit(r.exitOf(task.TID, task.Start, task.Stat, "/a"))
+	}
+	got = totalsOf(r.pass())
+	if want := stat(180+20, 10+5+3+2, 1+1+1+1); got["/a"] != want {
+		t.Errorf("after the late records /a = %+v, want %+v: 10's and 11's wait and timeslices, not their run again; all of 12", got["/a"], want)
+	}
+	if n := r.table.Restored().LateExits; n != 2 {
+		t.Errorf("LateExits = %d, want 2", n)
 	}
 }

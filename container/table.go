@@ -46,8 +46,10 @@ type Table struct {
 	closed   bool
 	counters Counters
 	// clock returns the monotonic clock in nanoseconds, the clock the
-	// kernel stamps exit records with; tests replace it.
+	// kernel stamps exit records with; ticks returns the boot clock in
+	// the clock ticks of task start times. Tests replace them.
 	clock func() int64
+	ticks func() uint64
 	// partialErr is the first error of the last pass that could not read
 	// the whole tree, nil after a complete pass.
 	partialErr error
@@ -55,7 +57,10 @@ type Table struct {
 	// restored what it brought back (restore.go).
 	restore  *restoreState
 	restored RestoreStats
-	stateGen uint64 // StateInto calls, to tell current indexes from old
+	// filledUpTo is set by the first pass of a restored table that filled
+	// run-time gaps: the boot clock, in clock ticks, before its listing.
+	filledUpTo uint64
+	stateGen   uint64 // StateInto calls, to tell current indexes from old
 	// totals is set for a table of per-cgroup totals (NewCgroupTable).
 	totals *totalsState
 }
@@ -70,6 +75,7 @@ func NewTable(lister cgroupfs.Lister, opener TaskOpener) *Table {
 		tasks:   make(map[int32]*entry),
 		cgroups: newCgroupSet(),
 		clock:   monotonicNow,
+		ticks:   schedstat.BootTicks,
 	}
 }
 
@@ -90,6 +96,9 @@ const cancelCheck = 1024
 func (t *Table) PassContext(ctx context.Context) error {
 	if t.closed {
 		return ErrClosed
+	}
+	if t.restore != nil {
+		t.restore.listedAfter = t.ticks()
 	}
 	if err := t.lister.List(&t.listing); err != nil {
 		t.counters.FailedPasses++

@@ -4,7 +4,6 @@ import (
 	"encoding/binary"
 
 	"github.com/schedstatd/schedstatd/container"
-	"github.com/schedstatd/schedstatd/internal/kbtf"
 	"github.com/schedstatd/schedstatd/schedstat"
 )
 
@@ -28,7 +27,7 @@ type record struct {
 // StartTime returns the start time in clock ticks since boot, as field 22
 // of /proc/<tid>/stat shows it and container.Exit expects it.
 func (r record) StartTime() uint64 {
-	return kbtf.StartTicks(r.StartNanoseconds)
+	return schedstat.StartTicks(r.StartNanoseconds)
 }
 
 // parseRecord decodes a record written by the program. It reports false if

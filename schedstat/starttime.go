@@ -1,6 +1,29 @@
 package schedstat
 
-import "bytes"
+import (
+	"bytes"
+
+	"golang.org/x/sys/unix"
+)
+
+// UserHZ is USER_HZ, the unit of a task's start time in /proc/<tid>/stat
+// (field 22): 100 on every architecture Linux runs containers on.
+const UserHZ = 100
+
+// StartTicks converts nanoseconds since boot (CLOCK_BOOTTIME, the clock of
+// task_struct.start_boottime) to clock ticks as /proc/<tid>/stat shows a
+// start time (nsec_to_clock_t, which truncates).
+func StartTicks(ns uint64) uint64 { return ns / (1e9 / UserHZ) }
+
+// BootTicks returns CLOCK_BOOTTIME in clock ticks: a task that started
+// before this call has a start time no greater than what it returns.
+func BootTicks() uint64 {
+	var ts unix.Timespec
+	if err := unix.ClockGettime(unix.CLOCK_BOOTTIME, &ts); err != nil {
+		panic("schedstat: CLOCK_BOOTTIME: " + err.Error()) // Linux has had it since 2.6.39
+	}
+	return StartTicks(uint64(ts.Nano()))
+}
 
 // startTimeField is the index of starttime among the fields that follow the
 // command name in /proc/<tid>/stat: field 22 counted from 1, where the field

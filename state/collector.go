@@ -23,11 +23,13 @@ var (
 		"Tasks of the state file found alive at start and continued from their saved counters.", nil, nil)
 	filledDesc = prometheus.NewDesc("schedstatd_state_filled_run_seconds",
 		"Run time of tasks that exited while no daemon watched, taken at start from the cgroups' own CPU counters.", nil, nil)
+	lateDesc = prometheus.NewDesc("schedstatd_state_late_exit_records_total",
+		"Exit records that came after the first pass since start for tasks that exited before it: they added wait and timeslices, their run was filled.", nil, nil)
 )
 
 // Describe implements prometheus.Collector.
 func (k *Keeper) Describe(ch chan<- *prometheus.Desc) {
-	for _, d := range []*prometheus.Desc{restoreDesc, writesDesc, failuresDesc, bytesDesc, durationDesc, ageDesc, resumedDesc, filledDesc} {
+	for _, d := range []*prometheus.Desc{restoreDesc, writesDesc, failuresDesc, bytesDesc, durationDesc, ageDesc, resumedDesc, filledDesc, lateDesc} {
 		ch <- d
 	}
 }
@@ -52,4 +54,5 @@ func (k *Keeper) Collect(ch chan<- prometheus.Metric) {
 	}
 	ch <- prometheus.MustNewConstMetric(resumedDesc, prometheus.GaugeValue, float64(k.stats.TasksResumed))
 	ch <- prometheus.MustNewConstMetric(filledDesc, prometheus.GaugeValue, float64(k.stats.FilledRunNanoseconds)/1e9)
+	ch <- prometheus.MustNewConstMetric(lateDesc, prometheus.CounterValue, float64(k.stats.LateExits))
 }

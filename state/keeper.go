@@ -132,7 +132,11 @@ func (k *Keeper) setResult(r string) {
 // AfterPass writes t's state if a request waits for this pass or Interval
 // has passed since the last write.
 func (k *Keeper) AfterPass(t *container.Table, requested bool) {
-	if rs := t.Restored(); rs.Done && !k.told {
+	if rs := t.Restored(); rs.Done && k.told && rs.LateExits != k.stats.LateExits {
+		k.mu.Lock()
+		k.stats.LateExits = rs.LateExits
+		k.mu.Unlock()
+	} else if rs.Done && !k.told {
 		k.told = true
 		k.mu.Lock()
 		k.stats = rs

@@ -5,7 +5,6 @@ import (
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
-	"github.com/schedstatd/schedstatd/internal/kbtf"
 	"github.com/schedstatd/schedstatd/schedstat"
 )
 
@@ -125,4 +124,4 @@ func FuzzDecode(f *testing.F) {
 }
 
 // nsPerTick is a clock tick (1/USER_HZ) in nanoseconds.
-const nsPerTick = 1e9 / kbtf.UserHZ
+const nsPerTick = 1e9 / schedstat.UserHZ

@@ -4,7 +4,6 @@ import (
 	"fmt"
 
 	"github.com/schedstatd/schedstatd/container"
-	"github.com/schedstatd/schedstatd/internal/kbtf"
 	"github.com/schedstatd/schedstatd/schedstat"
 	"golang.org/x/sys/unix"
 )
@@ -45,7 +44,7 @@ var errGone = fmt.Errorf("taskiter: task gone: %w", unix.ESRCH)
 
 // StartTime implements container.TaskHandle: clock ticks since boot, as
 // /proc/<tid>/stat field 22.
-func (h *handle) StartTime() uint64 { return kbtf.StartTicks(h.start) }
+func (h *handle) StartTime() uint64 { return schedstat.StartTicks(h.start) }
 
 // Read implements container.TaskHandle. It returns the counters of the
 // source's last read, or an error wrapping unix.ESRCH when that read did

@@ -17,15 +17,6 @@ import (
 // errors.Is(err, os.ErrPermission) tells privileges apart.
 var ErrUnsupported = errors.New("unsupported")
 
-// UserHZ is USER_HZ, the unit of a task's start time in /proc/<tid>/stat
-// (field 22): 100 on every architecture Linux runs containers on.
-const UserHZ = 100
-
-// StartTicks converts task_struct.start_boottime (ns since boot) to clock
-// ticks since boot as /proc/<tid>/stat shows it (nsec_to_clock_t, which
-// truncates).
-func StartTicks(ns uint64) uint64 { return ns / (1e9 / UserHZ) }
-
 // KernelSpec loads the running kernel's BTF, failing with an error that
 // wraps ErrUnsupported.
 func KernelSpec() (*btf.Spec, error) {

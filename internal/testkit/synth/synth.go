@@ -70,6 +70,9 @@ func (k *Kernel) Compact() {
 // Task returns the live task tid, or nil.
 func (k *Kernel) Task(tid int32) *Task { return k.live[tid] }
 
+// Now returns the kernel's clock: the start time of the task spawned last.
+func (k *Kernel) Now() uint64 { return k.clock }
+
 // Live returns the number of live tasks.
 func (k *Kernel) Live() int { return len(k.live) }
 
