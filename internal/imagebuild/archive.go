@@ -30,6 +30,20 @@ func WriteArchive(path string, img v1.Image, ref string, tag string) error {
 	if err != nil {
 		return err
 	}
+	return WriteImages(path, cf.Created.Time, Named{Image: img, Ref: ref, Tag: tag})
+}
+
+// Named is an image and the names an OCI layout's index gives it: Ref,
+// the full reference containerd's import takes, and Tag, if not empty.
+type Named struct {
+	Image    v1.Image
+	Ref, Tag string
+}
+
+// WriteImages writes imgs as one OCI image layout packed into the tar
+// file path, the form `ctr images import` takes, its entries stamped with
+// mtime.
+func WriteImages(path string, mtime time.Time, imgs ...Named) error {
 	dir, err := os.MkdirTemp(filepath.Dir(path), ".layout")
 	if err != nil {
 		return err
@@ -39,14 +53,17 @@ func WriteArchive(path string, img v1.Image, ref string, tag string) error {
 	if err != nil {
 		return err
 	}
-	if err := p.AppendImage(img, layout.WithAnnotations(map[string]string{
-		ContainerdAnnotation: ref,
-		RefNameAnnotation:    tag,
-	})); err != nil {
-		return fmt.Errorf("image %s: %w", ref, err)
+	for _, img := range imgs {
+		names := map[string]string{ContainerdAnnotation: img.Ref}
+		if img.Tag != "" {
+			names[RefNameAnnotation] = img.Tag
+		}
+		if err := p.AppendImage(img.Image, layout.WithAnnotations(names)); err != nil {
+			return fmt.Errorf("image %s: %w", img.Ref, err)
+		}
 	}
 	tmp := path + ".tmp"
-	if err := tarDir(tmp, dir, cf.Created.Time); err != nil {
+	if err := tarDir(tmp, dir, mtime); err != nil {
 		os.Remove(tmp)
 		return err
 	}

@@ -5,26 +5,21 @@ import (
 	"bytes"
 	"fmt"
 	"io"
-	"io/fs"
 	"os"
-	"path/filepath"
 	"time"
 
 	v1 "github.com/google/go-containerregistry/pkg/v1"
 	"github.com/google/go-containerregistry/pkg/v1/empty"
-	"github.com/google/go-containerregistry/pkg/v1/layout"
 	"github.com/google/go-containerregistry/pkg/v1/mutate"
 	"github.com/google/go-containerregistry/pkg/v1/tarball"
 	"github.com/google/go-containerregistry/pkg/v1/types"
+
+	"github.com/schedstatd/schedstatd/internal/imagebuild"
 )
 
 // Busybox is where Debian's busybox-static installs its static binary,
 // the one file of every image made here.
 const Busybox = "/bin/busybox"
-
-// imageAnnotation names an image in an OCI layout for containerd's
-// import.
-const imageAnnotation = "io.containerd.image.name"
 
 // Image is an image to import: Name is what it is imported as (a full
 // reference, such as "localhost/schedstatd/busybox:1.35"), Entrypoint the
@@ -92,81 +87,19 @@ func ociImage(img Image, layer []byte) (v1.Image, error) {
 }
 
 // writeArchive writes imgs as one OCI layout, each image annotated with
-// its name for containerd, and packs the layout into the tar file path,
-// the form `ctr images import` takes.
+// its name for containerd, packed into the tar file path.
 func writeArchive(path string, imgs []Image) error {
 	layer, err := busyboxLayer()
 	if err != nil {
 		return err
 	}
-	dir, err := os.MkdirTemp(filepath.Dir(path), "layout")
-	if err != nil {
-		return err
-	}
-	defer os.RemoveAll(dir)
-	p, err := layout.Write(dir, empty.Index)
-	if err != nil {
-		return err
-	}
+	named := make([]imagebuild.Named, 0, len(imgs))
 	for _, img := range imgs {
 		oci, err := ociImage(img, layer)
 		if err != nil {
 			return fmt.Errorf("image %s: %w", img.Name, err)
 		}
-		if err := p.AppendImage(oci, layout.WithAnnotations(map[string]string{imageAnnotation: img.Name})); err != nil {
-			return fmt.Errorf("image %s: %w", img.Name, err)
-		}
+		named = append(named, imagebuild.Named{Image: oci, Ref: img.Name})
 	}
-	return tarDir(path, dir)
-}
-
-// tarDir writes the files under dir into a tar file at path, named
-// relative to dir.
-func tarDir(path, dir string) error {
-	f, err := os.Create(path)
-	if err != nil {
-		return err
-	}
-	w := tar.NewWriter(f)
-	err = filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
-		if err != nil || p == dir {
-			return err
-		}
-		info, err := d.Info()
-		if err != nil {
-			return err
-		}
-		h, err := tar.FileInfoHeader(info, "")
-		if err != nil {
-			return err
-		}
-		rel, err := filepath.Rel(dir, p)
-		if err != nil {
-			return err
-		}
-		h.Name = filepath.ToSlash(rel)
-		if d.IsDir() {
-			h.Name += "/"
-		}
-		if err := w.WriteHeader(h); err != nil {
-			return err
-		}
-		if !d.Type().IsRegular() {
-			return nil
-		}
-		src, err := os.Open(p)
-		if err != nil {
-			return err
-		}
-		defer src.Close()
-		_, err = io.Copy(w, src)
-		return err
-	})
-	if err == nil {
-		err = w.Close()
-	}
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
-	return err
+	return imagebuild.WriteImages(path, time.Unix(0, 0), named...)
 }
