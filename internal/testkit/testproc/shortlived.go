@@ -11,9 +11,9 @@ import (
 	"runtime"
 	"strconv"
 	"strings"
-	"sync"
 	"time"
 
+	"golang.org/x/sync/errgroup"
 	"golang.org/x/sys/unix"
 )
 
@@ -85,21 +85,13 @@ func shortLived(args []string) error {
 // burnThreads runs n threads, p at a time. Each worker locks its thread and
 // returns locked, so the Go runtime ends the thread with it.
 func burnThreads(n int, d time.Duration, p int) []string {
-	sem := make(chan struct{}, p)
 	tids := make(chan int, n)
-	var wg sync.WaitGroup
-	for range n {
-		sem <- struct{}{}
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			runtime.LockOSThread()
-			tids <- unix.Gettid()
-			Burn(d)
-			<-sem
-		}()
-	}
-	wg.Wait()
+	atMost(n, p, func() error {
+		runtime.LockOSThread()
+		tids <- unix.Gettid()
+		Burn(d)
+		return nil
+	})
 	close(tids)
 	var ids []string
 	for id := range tids {
@@ -110,47 +102,28 @@ func burnThreads(n int, d time.Duration, p int) []string {
 
 // burnProcs runs n processes of "spin d", p at a time.
 func burnProcs(n int, d time.Duration, p int) error {
-	sem := make(chan struct{}, p)
-	errs := make(chan error, n)
-	var wg sync.WaitGroup
-	for range n {
-		sem <- struct{}{}
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			defer func() { <-sem }()
-			cmd := exec.Command(os.Args[0], "-test.run=^$")
-			cmd.Env = append(os.Environ(), envShortLived+"=spin "+d.String(), noRaceSleep)
-			cmd.Stderr = os.Stderr
-			if err := cmd.Run(); err != nil {
-				errs <- err
-			}
-		}()
-	}
-	wg.Wait()
-	close(errs)
-	return <-errs
+	return atMost(n, p, func() error {
+		cmd := exec.Command(os.Args[0], "-test.run=^$")
+		cmd.Env = append(os.Environ(), envShortLived+"=spin "+d.String(), noRaceSleep)
+		cmd.Stderr = os.Stderr
+		return cmd.Run()
+	})
 }
 
 // runExecs runs /bin/true n times, p at a time.
 func runExecs(n, p int) error {
-	sem := make(chan struct{}, p)
-	errs := make(chan error, n)
-	var wg sync.WaitGroup
+	return atMost(n, p, func() error { return exec.Command("/bin/true").Run() })
+}
+
+// atMost calls run n times, each in a goroutine of its own, p at a time,
+// and returns the first error.
+func atMost(n, p int, run func() error) error {
+	var g errgroup.Group
+	g.SetLimit(p)
 	for range n {
-		sem <- struct{}{}
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			defer func() { <-sem }()
-			if err := exec.Command("/bin/true").Run(); err != nil {
-				errs <- err
-			}
-		}()
+		g.Go(run)
 	}
-	wg.Wait()
-	close(errs)
-	return <-errs
+	return g.Wait()
 }
 
 // Burn spins on the calling thread until it has used d of CPU time.
