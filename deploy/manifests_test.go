@@ -1,7 +1,6 @@
 package deploy
 
 import (
-	"bytes"
 	"fmt"
 	"os"
 	"regexp"
@@ -11,7 +10,8 @@ import (
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
-	"sigs.k8s.io/yaml"
+
+	"github.com/schedstatd/schedstatd/internal/testkit/yamlstrict"
 )
 
 // decodeStrict decodes the YAML file path into out, failing on a field out
@@ -24,90 +24,12 @@ func decodeStrict(t *testing.T, path string, out any) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := decodeBytes(data, out); err != nil {
+	if err := yamlstrict.Decode(data, out); err != nil {
 		t.Fatalf("%s: %v", path, err)
 	}
 }
 
-func decodeBytes(data []byte, out any) error {
-	if bytes.Contains(data, []byte("\n---")) {
-		return fmt.Errorf("holds more than one document")
-	}
-	if err := yaml.UnmarshalStrict(data, out); err != nil {
-		return err
-	}
-	var written, read any
-	if err := yaml.Unmarshal(data, &written); err != nil {
-		return err
-	}
-	back, err := yaml.Marshal(out)
-	if err != nil {
-		return err
-	}
-	if err := yaml.Unmarshal(back, &read); err != nil {
-		return err
-	}
-	return subset("", written, read)
-}
-
-// subset fails unless every field and value of want is in got.
-func subset(path string, want, got any) error {
-	switch w := want.(type) {
-	case map[string]any:
-		g, ok := got.(map[string]any)
-		if !ok {
-			return fmt.Errorf("%s: decoded as %T", path, got)
-		}
-		for k, v := range w {
-			gv, ok := g[k]
-			if !ok && !isZero(v) {
-				return fmt.Errorf("%s.%s: lost in decoding (misspelt?)", path, k)
-			}
-			if !ok {
-				continue // an omitempty field at its zero value
-			}
-			if err := subset(path+"."+k, v, gv); err != nil {
-				return err
-			}
-		}
-	case []any:
-		g, ok := got.([]any)
-		if !ok || len(g) != len(w) {
-			return fmt.Errorf("%s: decoded as %v", path, got)
-		}
-		for i := range w {
-			if err := subset(fmt.Sprintf("%s[%d]", path, i), w[i], g[i]); err != nil {
-				return err
-			}
-		}
-	default:
-		if fmt.Sprint(want) != fmt.Sprint(got) {
-			return fmt.Errorf("%s: %v decoded as %v", path, want, got)
-		}
-	}
-	return nil
-}
-
-// isZero reports whether a decoded YAML value is its type's zero value.
-func isZero(v any) bool {
-	switch v := v.(type) {
-	case nil:
-		return true
-	case bool:
-		return !v
-	case float64:
-		return v == 0
-	case string:
-		return v == ""
-	case []any:
-		return len(v) == 0
-	case map[string]any:
-		return len(v) == 0
-	}
-	return false
-}
-
-// TestStrictDecodingRejects is the control for decodeStrict: an unknown
+// TestStrictDecodingRejects is the control for the strict decoding (decodeStrict, yamlstrict.Decode): an unknown
 // field, a field in the wrong case, a second document and a wrong type all
 // fail.
 func TestStrictDecodingRejects(t *testing.T) {
@@ -127,12 +49,12 @@ func TestStrictDecodingRejects(t *testing.T) {
 			t.Fatalf("%s: the edit did not apply", name)
 		}
 		var ds appsv1.DaemonSet
-		if err := decodeBytes([]byte(bad), &ds); err == nil {
+		if err := yamlstrict.Decode([]byte(bad), &ds); err == nil {
 			t.Errorf("%s: decoded without an error", name)
 		}
 	}
 	var ds appsv1.DaemonSet
-	if err := decodeBytes(data, &ds); err != nil {
+	if err := yamlstrict.Decode(data, &ds); err != nil {
 		t.Errorf("the manifest itself: %v", err)
 	}
 }

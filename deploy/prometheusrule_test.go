@@ -8,6 +8,8 @@ import (
 
 	rbacv1 "k8s.io/api/rbac/v1"
 	"sigs.k8s.io/yaml"
+
+	"github.com/schedstatd/schedstatd/internal/testkit/yamlstrict"
 )
 
 var update = flag.Bool("update", false, "rewrite prometheusrule.yaml from alerts.yaml")
@@ -92,10 +94,10 @@ func TestScrapeRBAC(t *testing.T) {
 	}
 	var role rbacv1.Role
 	var binding rbacv1.RoleBinding
-	if err := decodeBytes(docs[0], &role); err != nil {
+	if err := yamlstrict.Decode(docs[0], &role); err != nil {
 		t.Fatal(err)
 	}
-	if err := decodeBytes(docs[1], &binding); err != nil {
+	if err := yamlstrict.Decode(docs[1], &binding); err != nil {
 		t.Fatal(err)
 	}
 	if role.Kind != "Role" || binding.Kind != "RoleBinding" {

@@ -17,6 +17,8 @@ import (
 	"sigs.k8s.io/kustomize/api/krusty"
 	"sigs.k8s.io/kustomize/kyaml/filesys"
 	"sigs.k8s.io/yaml"
+
+	"github.com/schedstatd/schedstatd/internal/testkit/yamlstrict"
 )
 
 // installCommands returns the commands of the README's Install section's
@@ -182,7 +184,7 @@ func kustomizeBuild(t *testing.T, dir string) {
 		kinds[meta.Kind] = true
 		if meta.Kind == "DaemonSet" {
 			ds = &appsv1.DaemonSet{}
-			if err := decodeStrict(part, ds); err != nil {
+			if err := yamlstrict.Decode(part, ds); err != nil {
 				t.Fatalf("kustomize build's DaemonSet: %v", err)
 			}
 		}

@@ -2,7 +2,6 @@ package chart
 
 import (
 	"bytes"
-	"fmt"
 	"io"
 	"log"
 	"os"
@@ -14,6 +13,8 @@ import (
 	"helm.sh/helm/v3/pkg/chart/loader"
 	"helm.sh/helm/v3/pkg/chartutil"
 	"sigs.k8s.io/yaml"
+
+	"github.com/schedstatd/schedstatd/internal/testkit/yamlstrict"
 )
 
 // Paths from this directory.
@@ -132,7 +133,7 @@ func decodeInto(t *testing.T, docs map[string]doc, key string, out any) {
 		}
 		t.Fatalf("no %s rendered; rendered: %v", key, keys)
 	}
-	if err := decodeStrict(d.yaml, out); err != nil {
+	if err := yamlstrict.Decode(d.yaml, out); err != nil {
 		t.Fatalf("%s: %v\n%s", key, err, d.yaml)
 	}
 }
@@ -144,83 +145,7 @@ func decodeFile(t *testing.T, name string, out any) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := decodeStrict(data, out); err != nil {
+	if err := yamlstrict.Decode(data, out); err != nil {
 		t.Fatalf("%s: %v", name, err)
 	}
-}
-
-// decodeStrict decodes the YAML data into out, failing on a field out
-// has no place for, and on one lost or renamed on the way (encoding/json
-// matches field names regardless of case), as deploy/'s tests decode.
-func decodeStrict(data []byte, out any) error {
-	if err := yaml.UnmarshalStrict(data, out); err != nil {
-		return err
-	}
-	var written, read any
-	if err := yaml.Unmarshal(data, &written); err != nil {
-		return err
-	}
-	back, err := yaml.Marshal(out)
-	if err != nil {
-		return err
-	}
-	if err := yaml.Unmarshal(back, &read); err != nil {
-		return err
-	}
-	return subset("", written, read)
-}
-
-// subset fails unless every field and value of want is in got.
-func subset(path string, want, got any) error {
-	switch w := want.(type) {
-	case map[string]any:
-		g, ok := got.(map[string]any)
-		if !ok {
-			return fmt.Errorf("%s: decoded as %T", path, got)
-		}
-		for k, v := range w {
-			gv, ok := g[k]
-			if !ok && !isZero(v) {
-				return fmt.Errorf("%s.%s: lost in decoding (misspelt?)", path, k)
-			}
-			if ok {
-				if err := subset(path+"."+k, v, gv); err != nil {
-					return err
-				}
-			}
-		}
-	case []any:
-		g, ok := got.([]any)
-		if !ok || len(g) != len(w) {
-			return fmt.Errorf("%s: decoded as %v", path, got)
-		}
-		for i := range w {
-			if err := subset(fmt.Sprintf("%s[%d]", path, i), w[i], g[i]); err != nil {
-				return err
-			}
-		}
-	default:
-		if fmt.Sprint(want) != fmt.Sprint(got) {
-			return fmt.Errorf("%s: %v decoded as %v", path, want, got)
-		}
-	}
-	return nil
-}
-
-func isZero(v any) bool {
-	switch v := v.(type) {
-	case nil:
-		return true
-	case bool:
-		return !v
-	case float64:
-		return v == 0
-	case string:
-		return v == ""
-	case []any:
-		return len(v) == 0
-	case map[string]any:
-		return len(v) == 0
-	}
-	return false
 }
