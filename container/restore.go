@@ -73,6 +73,11 @@ type RestoreStats struct {
 	// FilledRunNanoseconds is the run time of tasks that exited unseen,
 	// taken from the cgroups' own CPU counters.
 	FilledRunNanoseconds uint64
+	// TotalsContinued reports, for a table of per-cgroup totals, that its
+	// source keeps its totals in the store the State was taken from: the
+	// table goes on from what it had credited, and the source must not be
+	// primed.
+	TotalsContinued bool
 	// LateExits are exit records that came after the first complete
 	// pass for tasks that had exited before it, whose run that pass
 	// filled: they added their wait and timeslices only. It may grow
@@ -136,6 +141,7 @@ func (t *Table) Restore(s State) error {
 	t.cgroups = set
 	t.restore = rs
 	t.restored = RestoreStats{Restored: true, Cgroups: len(s.Cgroups), Tasks: len(s.Tasks)}
+	t.restoreTotals(&s.Totals)
 	return nil
 }
 

@@ -27,6 +27,28 @@ type State struct {
 	// Tombstones are removed paths whose series a cgroup made again under
 	// the path would continue.
 	Tombstones []TombstoneState
+	// Totals is, for a table of per-cgroup totals (NewCgroupTable), what
+	// it credited from its source's totals.
+	Totals TotalsState
+}
+
+// TotalsState is what a table of per-cgroup totals credited from its
+// source, kept only when the source's totals outlive the daemon: a table
+// restored over a source with the same Store goes on from Credited, so
+// what the source added while no daemon read it counts once.
+type TotalsState struct {
+	// Store is the source's CgroupSource.Store when the state was taken,
+	// 0 if its totals end with it (then Credited is empty).
+	Store uint64
+	// Credited holds, per cgroup id (0 for what the source could not
+	// place), the source's totals the table had credited, in id order.
+	Credited []CreditedTotal
+}
+
+// CreditedTotal is one cgroup's credited totals in a TotalsState.
+type CreditedTotal struct {
+	ID   uint64
+	Stat schedstat.Stat
 }
 
 // CgroupState is one cgroup in a State.
@@ -112,8 +134,9 @@ type TombstoneState struct {
 
 // Validate checks that s describes a table: a root first, parents before
 // children, distinct non-zero cgroup ids, at most one holder per path,
-// distinct positive task ids in known cgroups, and tombstones of distinct
-// paths that no cgroup holds.
+// distinct positive task ids in known cgroups, tombstones of distinct
+// paths that no cgroup holds, and credited totals of distinct ids, kept
+// only with a store.
 func (s *State) Validate() error {
 	if len(s.Cgroups) == 0 {
 		return fmt.Errorf("%w: no cgroups", ErrInvalidState)
@@ -158,6 +181,16 @@ func (s *State) Validate() error {
 		}
 		held[ts.Path] = struct{}{}
 	}
+	if s.Totals.Store == 0 && len(s.Totals.Credited) > 0 {
+		return fmt.Errorf("%w: credited totals of no store", ErrInvalidState)
+	}
+	credited := make(map[uint64]struct{}, len(s.Totals.Credited))
+	for _, c := range s.Totals.Credited {
+		if _, dup := credited[c.ID]; dup {
+			return fmt.Errorf("%w: credited totals of cgroup %d twice", ErrInvalidState, c.ID)
+		}
+		credited[c.ID] = struct{}{}
+	}
 	return nil
 }
 
@@ -174,6 +207,7 @@ func (t *Table) State() State {
 func (t *Table) StateInto(s *State) {
 	clear(s.Cgroups)
 	s.Cgroups, s.Tasks, s.Tombstones = s.Cgroups[:0], s.Tasks[:0], s.Tombstones[:0]
+	s.Totals = TotalsState{Credited: s.Totals.Credited[:0]}
 	set := &t.cgroups
 	var root *cgroupState
 	switch {
@@ -264,4 +298,5 @@ func (t *Table) StateInto(s *State) {
 	slices.SortFunc(s.Tombstones, func(a, b TombstoneState) int {
 		return cmp.Or(cmp.Compare(a.RemovedAt, b.RemovedAt), cmp.Compare(a.Path, b.Path))
 	})
+	t.totalsInto(&s.Totals)
 }

@@ -1,7 +1,9 @@
 package container
 
 import (
+	"cmp"
 	"fmt"
+	"slices"
 
 	"github.com/schedstatd/schedstatd/cgroupfs"
 	"github.com/schedstatd/schedstatd/schedstat"
@@ -61,6 +63,11 @@ type CgroupSource interface {
 	// Exits returns how many tasks' exits the source has credited so
 	// far, at the last read: the table's Counters.Exits.
 	Exits() uint64
+	// Store identifies the kernel objects the totals are kept in, when
+	// they outlive the source (pinned maps, which a source opened after a
+	// restart of the daemon may go on with), and is 0 when they end with
+	// it. Two stores with the same non-zero value hold the same totals.
+	Store() uint64
 }
 
 // NewCgroupTable returns a table that lists cgroups with lister and takes
@@ -182,4 +189,32 @@ func (t *Table) forgetTotals() {
 		ts.isRemoved = r
 		ts.deletes = 0
 	}
+}
+
+// totalsInto sets out to what a table of totals credited, if its source's
+// totals outlive it.
+func (t *Table) totalsInto(out *TotalsState) {
+	if t.totals == nil {
+		return
+	}
+	if out.Store = t.totals.src.Store(); out.Store == 0 {
+		return
+	}
+	for id, st := range t.totals.credited {
+		out.Credited = append(out.Credited, CreditedTotal{ID: id, Stat: st})
+	}
+	slices.SortFunc(out.Credited, func(a, b CreditedTotal) int { return cmp.Compare(a.ID, b.ID) })
+}
+
+// restoreTotals goes on from what a saved table credited, if its source
+// keeps its totals in the store the state names (RestoreStats.TotalsContinued);
+// otherwise the source's totals start anew and its owner primes it.
+func (t *Table) restoreTotals(s *TotalsState) {
+	if t.totals == nil || s.Store == 0 || s.Store != t.totals.src.Store() {
+		return
+	}
+	for _, c := range s.Credited {
+		t.totals.credited[c.ID] = c.Stat
+	}
+	t.restored.TotalsContinued = true
 }

@@ -19,7 +19,10 @@ type fakeTotals struct {
 	// late is added to an entry between the last read and Forget.
 	late  map[uint64]schedstat.Stat
 	exits uint64
+	store uint64
 }
+
+func (f *fakeTotals) Store() uint64 { return f.store }
 
 func (f *fakeTotals) Totals() []container.CgroupTotal { return f.list }
 
@@ -189,5 +192,63 @@ func TestTotalsUnplaced(t *testing.T) {
 	}
 	if len(r.src.forgotten) != 0 || r.table.Counters().UnattributedTotals != 0 {
 		t.Errorf("forgotten %v, counters %+v", r.src.forgotten, r.table.Counters())
+	}
+}
+
+// TestTotalsRestartSameStore: a table restored over a source whose totals
+// are the ones the state was taken from goes on from what the saved table
+// had credited: what was added after the save (passes whose state was not
+// written, and the time no daemon ran) counts once, and nothing falls.
+// Over another store it credits that store's totals whole, as a table
+// does at its first pass: the source's owner gives it fresh totals then.
+func TestTotalsRestartSameStore(t *testing.T) {
+	r := newTotalsRig(t, "/", "/a")
+	root, a := r.tree.ID("/"), r.tree.ID("/a")
+	r.src.store = 7
+	r.src.add(a, stat(100, 10, 1), 1, root)
+	r.src.add(0, stat(1, 1, 1), 0)
+	r.pass()
+	saved := r.table.State()
+	if saved.Totals.Store != 7 || len(saved.Totals.Credited) != 2 || saved.Totals.Credited[0] != (container.CreditedTotal{ID: 0, Stat: stat(1, 1, 1)}) {
+		t.Fatalf("saved totals %+v", saved.Totals)
+	}
+	r.src.add(a, stat(20, 2, 2), 1)
+	r.pass() // after the last write
+	r.src.add(a, stat(30, 3, 3), 1)
+
+	for _, tc := range []struct {
+		store     uint64
+		continued bool
+		want      schedstat.Stat
+	}{
+		{7, true, stat(150, 15, 6)},
+		{8, false, stat(250, 25, 7)}, // the old 100 restored, then the new store's 150
+	} {
+		src := &fakeTotals{m: map[uint64]container.CgroupTotal{}, store: tc.store}
+		for id, tot := range r.src.m {
+			src.m[id] = tot
+		}
+		table := container.NewCgroupTable(r.tree, src)
+		if err := table.Restore(saved); err != nil {
+			t.Fatal(err)
+		}
+		if got := table.Restored().TotalsContinued; got != tc.continued {
+			t.Errorf("store %d: continued %v, want %v", tc.store, got, tc.continued)
+		}
+		src.read()
+		if err := table.Pass(); err != nil {
+			t.Fatal(err)
+		}
+		if got := totalsOf(table.Snapshot())["/a"]; got != tc.want {
+			t.Errorf("store %d: /a = %+v after the restart, want %+v", tc.store, got, tc.want)
+		}
+		if got := totalsOf(table.Snapshot())["/"]; got.WaitNanoseconds < tc.want.WaitNanoseconds+1 {
+			t.Errorf("store %d: / = %+v, want /a's and entry 0's", tc.store, got)
+		}
+		table.Close()
+	}
+	r.src.store = 0
+	if s := r.table.State(); s.Totals.Store != 0 || len(s.Totals.Credited) != 0 {
+		t.Errorf("totals of a store that ends with its source kept: %+v", s.Totals)
 	}
 }

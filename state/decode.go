@@ -15,6 +15,7 @@ const (
 	minCgroup    = 13 // id, parent, flags, path length, 6 stats, 2 masks
 	minTask      = 6
 	minTombstone = 7
+	minCredited  = 4 // id, 3 stats
 )
 
 // Decode parses a state file whole. A file that is not a state file, is of
@@ -38,7 +39,8 @@ func Decode(b []byte) (*File, error) {
 	if len(b) < headerSize {
 		return nil, fmt.Errorf("%w: %d bytes, header is %d", ErrTruncated, len(b), headerSize)
 	}
-	switch v := binary.LittleEndian.Uint16(b[8:]); {
+	v := binary.LittleEndian.Uint16(b[8:])
+	switch {
 	case v > Version:
 		return nil, fmt.Errorf("%w: version %d, this daemon reads %d", ErrNewer, v, Version)
 	case v == 0:
@@ -59,10 +61,10 @@ func Decode(b []byte) (*File, error) {
 	if sum, got := crc32.Checksum(b[:end], castagnoli), binary.LittleEndian.Uint32(b[end:]); sum != got {
 		return nil, fmt.Errorf("%w: checksum %08x, computed %08x", ErrCorrupt, got, sum)
 	}
-	d := decoder{b: b[headerSize:end]}
+	d := decoder{b: b[headerSize:end], version: v}
 	f := d.file()
 	if d.err == nil && len(d.b) > 0 {
-		d.fail("%d bytes after the tombstones", len(d.b))
+		d.fail("%d bytes after the last section", len(d.b))
 	}
 	if d.err != nil {
 		return nil, d.err
@@ -76,8 +78,9 @@ func Decode(b []byte) (*File, error) {
 // decoder reads a body; the first failure sticks and every later read
 // returns zero.
 type decoder struct {
-	b   []byte
-	err error
+	b       []byte
+	err     error
+	version uint16
 }
 
 func (d *decoder) fail(format string, args ...any) {
@@ -231,6 +234,18 @@ func (d *decoder) file() *File {
 		ts.Stat = d.stat()
 		d.kernel(&ts.Kernel, nk)
 		ts.RemovedAt = d.varint()
+	}
+	if d.version < 2 || d.err != nil {
+		return f
+	}
+	t.Totals.Store = d.uvarint()
+	if n := d.count("credited totals", minCredited); n > 0 {
+		t.Totals.Credited = make([]container.CreditedTotal, n)
+		for i := range t.Totals.Credited {
+			c := &t.Totals.Credited[i]
+			c.ID = d.uvarint()
+			c.Stat = d.stat()
+		}
 	}
 	return f
 }

@@ -81,6 +81,12 @@ func Append(b []byte, f *File) []byte {
 		b = appendKernel(b, &ts.Kernel)
 		b = binary.AppendVarint(b, ts.RemovedAt)
 	}
+	b = binary.AppendUvarint(b, t.Totals.Store)
+	b = binary.AppendUvarint(b, uint64(len(t.Totals.Credited)))
+	for _, c := range t.Totals.Credited {
+		b = binary.AppendUvarint(b, c.ID)
+		b = appendStat(b, c.Stat)
+	}
 	binary.LittleEndian.PutUint32(b[start+12:], uint32(len(b)-body))
 	return binary.LittleEndian.AppendUint32(b, crc32.Checksum(b[start:], castagnoli))
 }

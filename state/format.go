@@ -11,16 +11,20 @@ import (
 // body, and a CRC-32C of header and body. Numbers in the body are
 // varints; strings a uvarint length and their bytes. The body holds the
 // Origin, then the cgroups (parents first, a path relative to its
-// parent's where it extends it), the tasks (cgroups by index) and the
-// tombstones. A varint encoding keeps a 10,000-thread node's file near
+// parent's where it extends it), the tasks (cgroups by index), the
+// tombstones and, from version 2, what a table of per-cgroup totals
+// credited from its source (the store's identity, then each cgroup id
+// with its credited totals); a version 1 file has no totals, as if they
+// ended with their source. A varint encoding keeps a 10,000-thread node's file near
 // 200 KiB, written in well under a millisecond; JSON would be several
 // times larger and slower to write and to check.
 const (
 	// Magic opens every state file.
 	Magic = "SCHDSTAT"
-	// Version is the format this package writes and reads; a file of a
-	// later version is refused with ErrNewer.
-	Version = 1
+	// Version is the format this package writes; it reads this one and
+	// every earlier one, and refuses a file of a later version with
+	// ErrNewer.
+	Version = 2
 
 	headerSize = 16
 	crcSize    = 4

@@ -53,7 +53,32 @@ func sample() *state.File {
 			Tombstones: []container.TombstoneState{
 				{Path: "/kubepods/gone", Stat: stat(8, 9, 10), Kernel: kernel(0, 11, 0, 0), RemovedAt: 12345},
 			},
+			Totals: container.TotalsState{Store: 41<<32 | 40, Credited: []container.CreditedTotal{
+				{ID: 0, Stat: stat(1, 1, 1)}, {ID: 4026, Stat: stat(5, 6, 7)}, {ID: 9999, Stat: stat(1<<62, 3, 4)},
+			}},
 		},
+	}
+}
+
+// TestDecodeVersion1: a file of the previous format, written by it
+// (testdata/v1.state, the sample without totals), loads whole, with no
+// totals: a table of totals restored from it primes its source.
+func TestDecodeVersion1(t *testing.T) {
+	b, err := os.ReadFile("testdata/v1.state")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if v := binary.LittleEndian.Uint16(b[8:]); v != 1 {
+		t.Fatalf("testdata/v1.state is of version %d", v)
+	}
+	got, err := state.Decode(b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := sample()
+	want.Table.Totals = container.TotalsState{}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("decoded (-want +got):\n%s", diff)
 	}
 }
 
@@ -103,10 +128,11 @@ func badFiles() map[string]struct {
 		"not a state file": {[]byte(`{"cgroups": []}`), state.ErrNotState},
 		"zeros":            {make([]byte, 4096), state.ErrNotState},
 		"huge count": {func() []byte {
-			// The tombstone count, the body's last entry and one byte
-			// wide here, claims more entries than the body could hold.
+			// The count of credited totals, the body's last entry and
+			// one byte wide here, claims more entries than the body
+			// could hold.
 			f := sample()
-			f.Table.Tombstones = nil
+			f.Table.Totals = container.TotalsState{}
 			b := state.Append(nil, f)
 			b[len(b)-5] = 0x7f
 			return reseal(b)
@@ -116,6 +142,16 @@ func badFiles() map[string]struct {
 			// table: the first cgroup's parent is itself.
 			f := sample()
 			f.Table.Cgroups[1].Parent = 1
+			return state.Append(nil, f)
+		}(), state.ErrCorrupt},
+		"credited twice": {func() []byte {
+			f := sample()
+			f.Table.Totals.Credited[1].ID = f.Table.Totals.Credited[0].ID
+			return state.Append(nil, f)
+		}(), state.ErrCorrupt},
+		"credited without a store": {func() []byte {
+			f := sample()
+			f.Table.Totals.Store = 0
 			return state.Append(nil, f)
 		}(), state.ErrCorrupt},
 	}
