@@ -10,6 +10,9 @@ import (
 // On returns Open's error. Auto returns nil, after one line saying why,
 // when Open fails. A nil Source means: use another task source.
 func Select(mode loadmode.Mode, opts Options, logger *slog.Logger) (*Source, error) {
+	if opts.Logger == nil {
+		opts.Logger = logger
+	}
 	var dir string
 	if opts.Hierarchy != nil {
 		dir = opts.Hierarchy.Dir()
@@ -18,7 +21,7 @@ func Select(mode loadmode.Mode, opts Options, logger *slog.Logger) (*Source, err
 		Name:       "aggregating source",
 		Off:        "kernel totals off",
 		Loaded:     "kernel totals on: a task iterator keeps per-cgroup totals in the kernel, and a pass reads one entry per cgroup",
-		LoadedArgs: []any{"hierarchy", dir, "exits_at", exitsAt(opts.Exits)},
+		LoadedArgs: []any{"hierarchy", dir, "exits_at", exitsAt(opts.Exits), "pin_path", opts.PinPath},
 		Fallback:   "kernel totals unavailable (they need Linux 5.11 or later, kernel BTF, the host PID namespace and CAP_BPF with CAP_PERFMON), falling back to another task source",
 	})
 }

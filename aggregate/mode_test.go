@@ -18,7 +18,7 @@ import (
 )
 
 // denied stands in for a kernel that refuses an unprivileged process.
-func denied(*ebpf.CollectionSpec) (*ebpf.Collection, error) {
+func denied(*ebpf.CollectionSpec, ebpf.CollectionOptions) (*ebpf.Collection, error) {
 	return nil, fmt.Errorf("map create: %w", unix.EPERM)
 }
 

@@ -3,6 +3,7 @@ package aggregate
 import (
 	"errors"
 	"fmt"
+	"log/slog"
 	"sync/atomic"
 	"unsafe"
 
@@ -43,9 +44,20 @@ type Options struct {
 	// MaxCgroups bounds the cgroups whose totals are kept;
 	// DefaultMaxCgroups if 0.
 	MaxCgroups int
+	// PinPath is a directory on a bpf filesystem where the maps that keep
+	// each task's last visit and each cgroup's totals are pinned, so that
+	// a source opened after a restart of the daemon goes on with them
+	// (see Begin); it is made if missing, and a bpf filesystem is mounted
+	// at BPFFSRoot first if PinPath lies below it and none is. Pinned maps
+	// that do not fit this source's (another MaxCgroups or layout) are
+	// replaced by fresh ones. Empty, or if it cannot be used, the maps end
+	// with the source; the log says why.
+	PinPath string
 	// Load creates the programs and maps of spec in the kernel; nil means
-	// ebpf.NewCollection. Tests replace it to deny loading.
-	Load func(spec *ebpf.CollectionSpec) (*ebpf.Collection, error)
+	// ebpf.NewCollectionWithOptions. Tests replace it to deny loading.
+	Load func(spec *ebpf.CollectionSpec, opts ebpf.CollectionOptions) (*ebpf.Collection, error)
+	// Logger takes the lines about the pinned maps; nil discards them.
+	Logger *slog.Logger
 }
 
 // value is a cgroup's totals as the kernel keeps them (see totSize).
@@ -65,6 +77,8 @@ type value struct {
 // after that goroutine is done.
 type Source struct {
 	hier     *cgroupfs.Hierarchy
+	opts     Options
+	layout   layout
 	coll     *ebpf.Collection
 	iter     *link.Iter
 	primeIt  *link.Iter
@@ -73,6 +87,12 @@ type Source struct {
 	primed   bool // the next read credits nothing
 	totalsM  *ebpf.Map
 	overflow *ebpf.Map
+	// pinPath is where the maps are pinned, "" if they are not; reused
+	// reports that they were pinned before this source loaded them, and
+	// store is Store's answer.
+	pinPath string
+	reused  bool
+	store   uint64
 
 	keys   []uint64
 	vals   []value
@@ -86,7 +106,8 @@ var _ container.CgroupSource = (*Source)(nil)
 
 // Open loads the programs and maps and attaches them. It needs kernel
 // BTF, Linux 5.11 or later, the host's PID namespace and CAP_BPF with
-// CAP_PERFMON (or root); see ErrUnsupported.
+// CAP_PERFMON (or root); see ErrUnsupported. Before the first read, the
+// owner of the table calls Begin.
 func Open(opts Options) (*Source, error) {
 	if opts.Hierarchy == nil {
 		return nil, errors.New("aggregate: no hierarchy")
@@ -95,7 +116,10 @@ func Open(opts Options) (*Source, error) {
 		opts.MaxCgroups = DefaultMaxCgroups
 	}
 	if opts.Load == nil {
-		opts.Load = ebpf.NewCollection
+		opts.Load = ebpf.NewCollectionWithOptions
+	}
+	if opts.Logger == nil {
+		opts.Logger = slog.New(slog.DiscardHandler)
 	}
 	controller := ""
 	if opts.Hierarchy.Version() == cgroupfs.V1 {
@@ -113,24 +137,65 @@ func Open(opts Options) (*Source, error) {
 	if err != nil {
 		return nil, fmt.Errorf("aggregating source %w: %w", ErrUnsupported, err)
 	}
-	coll, err := kbtf.LoadProgram(func() (*ebpf.Collection, error) {
-		return opts.Load(collectionSpec(l, opts.MaxCgroups, opts.Exits))
-	})
+	s := &Source{hier: opts.Hierarchy, opts: opts, layout: l, exits: opts.Exits}
+	if opts.PinPath != "" {
+		mounted, err := preparePins(opts.PinPath, BPFFSRoot)
+		switch {
+		case err != nil:
+			opts.Logger.Warn("kernel totals not pinned: a restart of the daemon loses the runqueue wait and timeslices live threads had since the last state write", "pin_path", opts.PinPath, "err", err)
+		case mounted:
+			opts.Logger.Info("mounted a bpf filesystem for the pinned kernel totals; in a container it ends with the container unless the host's is mounted there", "at", BPFFSRoot)
+		}
+		if err == nil {
+			s.pinPath = opts.PinPath
+		}
+	}
+	if err := s.load(); err != nil {
+		return nil, err
+	}
+	return s, nil
+}
+
+// load creates the programs and maps, going on with those pinned in the
+// pin path if they fit, and attaches the iterators.
+func (s *Source) load() error {
+	spec := collectionSpec(s.layout, s.opts.MaxCgroups, s.opts.Exits)
+	var copts ebpf.CollectionOptions
+	s.reused = false
+	if s.pinPath != "" {
+		pin(spec)
+		copts.Maps.PinPath = s.pinPath
+		s.reused = pinsExist(s.pinPath)
+	}
+	coll, err := kbtf.LoadProgram(func() (*ebpf.Collection, error) { return s.opts.Load(spec, copts) })
+	if err != nil && s.pinPath != "" && errors.Is(err, ebpf.ErrMapIncompatible) {
+		s.opts.Logger.Warn("pinned kernel totals do not fit this daemon's: starting fresh ones", "pin_path", s.pinPath, "err", err)
+		if rerr := removePins(s.pinPath); rerr != nil {
+			return fmt.Errorf("aggregating source: %w", rerr)
+		}
+		s.reused = false
+		coll, err = kbtf.LoadProgram(func() (*ebpf.Collection, error) { return s.opts.Load(spec, copts) })
+	}
 	if err != nil {
-		return nil, fmt.Errorf("aggregating source %w", err)
+		return fmt.Errorf("aggregating source %w", err)
 	}
-	s := &Source{hier: opts.Hierarchy, coll: coll, totalsM: coll.Maps[totalsName], overflow: coll.Maps[overflowName]}
+	s.coll, s.totalsM, s.overflow = coll, coll.Maps[totalsName], coll.Maps[overflowName]
+	s.store = 0
+	if s.pinPath != "" {
+		if tot, last := mapID(s.totalsM), mapID(coll.Maps[lastName]); tot != 0 && last != 0 {
+			s.store = tot<<32 | last
+		}
+	}
 	// Entry 0 takes what cannot be placed; it exists before any program
-	// runs, so a full map always has it.
-	if err := s.totalsM.Update(uint64(0), value{}, ebpf.UpdateNoExist); err != nil {
-		coll.Close()
-		return nil, fmt.Errorf("aggregating source: entry 0: %w", err)
+	// runs, so a full map always has it. Pinned maps may have it already.
+	if err := s.totalsM.Update(uint64(0), value{}, ebpf.UpdateNoExist); err != nil && !errors.Is(err, ebpf.ErrKeyExist) {
+		s.closeKernel()
+		return fmt.Errorf("aggregating source: entry 0: %w", err)
 	}
-	s.exits = opts.Exits
 	if s.iter, err = link.AttachIter(link.IterOptions{Program: coll.Programs[iterName]}); err == nil {
 		s.primeIt, err = link.AttachIter(link.IterOptions{Program: coll.Programs[primeName]})
 	}
-	if err == nil && opts.Exits {
+	if err == nil && s.opts.Exits {
 		// Attached and detached again, to know now that it attaches;
 		// the first read attaches it for good (see Read).
 		var l link.Link
@@ -139,10 +204,55 @@ func Open(opts Options) (*Source, error) {
 		}
 	}
 	if err != nil {
-		s.Close()
-		return nil, fmt.Errorf("aggregating source %w: attach: %w", ErrUnsupported, err)
+		s.closeKernel()
+		return fmt.Errorf("aggregating source %w: attach: %w", ErrUnsupported, err)
 	}
-	return s, nil
+	return nil
+}
+
+// renew replaces the maps with fresh ones, pinned in their place.
+func (s *Source) renew() error {
+	if err := s.closeKernel(); err != nil {
+		return fmt.Errorf("aggregating source: %w", err)
+	}
+	if err := removePins(s.pinPath); err != nil {
+		return fmt.Errorf("aggregating source: %w", err)
+	}
+	return s.load()
+}
+
+// Store implements container.CgroupSource: with the maps pinned, the
+// kernel ids of the totals and of the task storage, which no other map
+// of this boot has; 0 when they end with the source.
+func (s *Source) Store() uint64 { return s.store }
+
+// Begin readies s for the first read of table, a table of totals made
+// over s, after it was restored from a state if there was one. A table
+// that goes on from the totals it credited from these very maps
+// (container.RestoreStats.TotalsContinued: pinned, and kept since the
+// state was taken) needs nothing: each task's next visit credits what it
+// ran, waited and was scheduled since its last visit by the last daemon,
+// and the exit program is attached at once. Otherwise maps pinned by an
+// earlier daemon are replaced by fresh ones, and a restored table primes
+// s (see Prime), as without pins.
+func (s *Source) Begin(table *container.Table) error {
+	rs := table.Restored()
+	switch {
+	case rs.TotalsContinued:
+		if s.exits && s.free == nil {
+			l, err := s.attachFree()
+			if err != nil {
+				return fmt.Errorf("aggregate: %w", err)
+			}
+			s.free = l
+		}
+		return nil
+	case rs.Restored:
+		return s.Prime()
+	case s.reused:
+		return s.renew()
+	}
+	return nil
 }
 
 // attachFree attaches the sched_process_free program.
@@ -159,11 +269,25 @@ func (s *Source) attachFree() (link.Link, error) {
 // then on. A table restored from a state calls it before its first pass,
 // as the state has counted the tasks up to the save (the run time between
 // the save and that read is filled from the cgroups' own counters; see
-// docs/design.md).
-func (s *Source) Prime() { s.primed = true }
+// docs/design.md). Maps pinned by an earlier daemon are replaced by fresh
+// ones first, as they may hold totals the state has counted. It must not
+// follow a restore that continued the totals (see Begin).
+func (s *Source) Prime() error {
+	if s.reused {
+		if err := s.renew(); err != nil {
+			return err
+		}
+	}
+	s.primed = true
+	return nil
+}
 
-// Close detaches and unloads the programs and frees the maps.
-func (s *Source) Close() error {
+// Close detaches and unloads the programs; maps not pinned are freed, and
+// pinned ones stay for the next source.
+func (s *Source) Close() error { return s.closeKernel() }
+
+// closeKernel detaches and unloads the programs and closes the maps.
+func (s *Source) closeKernel() error {
 	var errs []error
 	if s.free != nil {
 		errs = append(errs, s.free.Close())
@@ -174,7 +298,10 @@ func (s *Source) Close() error {
 	if s.primeIt != nil {
 		errs = append(errs, s.primeIt.Close())
 	}
-	s.coll.Close()
+	if s.coll != nil {
+		s.coll.Close()
+	}
+	s.free, s.iter, s.primeIt, s.coll = nil, nil, nil, nil
 	return errors.Join(errs...)
 }
 
