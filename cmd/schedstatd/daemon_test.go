@@ -146,6 +146,10 @@ func startBinary(t *testing.T, bin string, wrapper []string, args ...string) *da
 		// state file unless its test is about it.
 		argv = append(argv, "--state.path=")
 	}
+	if !slices.ContainsFunc(args, func(a string) bool { return strings.HasPrefix(a, "--bpf.pin-path") }) {
+		// Nor pins the kernel totals in the node's bpffs.
+		argv = append(argv, "--bpf.pin-path=")
+	}
 	d.cmd = exec.Command(argv[0], argv[1:]...)
 	d.cmd.Stderr = &lockedWriter{w: d.stderr}
 	if err := d.cmd.Start(); err != nil {

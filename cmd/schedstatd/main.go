@@ -21,6 +21,7 @@ import (
 	"github.com/prometheus/common/version"
 	"github.com/prometheus/exporter-toolkit/web"
 	"github.com/prometheus/exporter-toolkit/web/kingpinflag"
+	"github.com/schedstatd/schedstatd/aggregate"
 	"github.com/schedstatd/schedstatd/cgroupfs"
 	"github.com/schedstatd/schedstatd/collector"
 	"github.com/schedstatd/schedstatd/cri"
@@ -51,6 +52,9 @@ type config struct {
 	exitCapture string
 	// collectSource is auto, aggregate, iter or procfs.
 	collectSource string
+	// bpfPinPath is where the kernel totals' maps are pinned, "" for
+	// nowhere.
+	bpfPinPath string
 	// state is the state file's (state.go).
 	state stateConfig
 	// latency and preemption turn on the sched_switch program's
@@ -129,8 +133,9 @@ func addServeFlags(cmd *kingpin.CmdClause, cfg *config) {
 	durationFlag(cmd, "collect.interval", "Time between background passes; every scrape also runs a fresh pass.", "1s", &cfg.interval, 100*time.Millisecond, time.Hour)
 	durationFlag(cmd, "web.read-header-timeout", "How long a client may take to send its request headers before the connection is closed.", "10s", &cfg.headerWait, 100*time.Millisecond, 10*time.Minute)
 	durationFlag(cmd, "web.shutdown-timeout", "How long to let scrapes in flight finish on SIGTERM or SIGINT.", "5s", &cfg.shutdownWait, 0, 10*time.Minute)
-	enumFlag(cmd, "collect.source", "Where threads are read: aggregate keeps per-cgroup totals in the kernel, a BPF task iterator crediting each thread's increase there, and a pass reads one entry per cgroup (Linux 5.11+, the host PID namespace; opt-in: across a daemon restart it loses the runqueue wait and timeslices live threads had since the last state write); iter reads every thread in one BPF task-iterator read per pass (kernel BTF and CAP_BPF with CAP_PERFMON, or root); procfs reads cgroup thread lists and one /proc file per thread; auto uses iter where it loads, else procfs.", "auto", &cfg.collectSource, "auto", "aggregate", "iter", "procfs")
+	enumFlag(cmd, "collect.source", "Where threads are read: aggregate keeps per-cgroup totals in the kernel, a BPF task iterator crediting each thread's increase there, and a pass reads one entry per cgroup (Linux 5.11+, the host PID namespace; opt-in; with --bpf.pin-path and --state.path a restart of the daemon loses nothing of live threads); iter reads every thread in one BPF task-iterator read per pass (kernel BTF and CAP_BPF with CAP_PERFMON, or root); procfs reads cgroup thread lists and one /proc file per thread; auto uses iter where it loads, else procfs.", "auto", &cfg.collectSource, "auto", "aggregate", "iter", "procfs")
 	enumFlag(cmd, "exit-capture", "Count each thread's time up to its exit with an eBPF program on sched_switch: auto uses it when kernel BTF and CAP_BPF with CAP_PERFMON (or root) allow, on requires it, off polls only.", string(loadmode.Auto), &cfg.exitCapture, loadmode.Modes()...)
+	cmd.Flag("bpf.pin-path", "Directory on a bpf filesystem where --collect.source=aggregate pins its maps (each thread's last visit, each cgroup's totals), so that a restart of the daemon goes on with them and, with the state file, loses no thread's time; made if missing, with a bpf filesystem mounted at "+aggregate.BPFFSRoot+" first if none is. Empty turns it off.").Default(aggregate.BPFFSRoot + "/schedstatd").StringVar(&cfg.bpfPinPath)
 	cmd.Flag("container-runtime-endpoint", "CRI socket of the container runtime, for the container, pod, namespace and image labels: auto takes the first of "+strings.Join(cri.DefaultEndpoints, ", ")+" that exists; none turns the lookup off.").Default(cri.Auto).StringVar(&cfg.runtimeEndpoint)
 	addStateFlags(cmd, &cfg.state)
 	addSchedLatFlags(cmd, cfg)
@@ -204,8 +209,10 @@ func serve(cfg *config, logger *slog.Logger) error {
 	if err != nil {
 		return err
 	}
-	src.afterRestore(table)
 	defer keeper.Close()
+	if err := src.afterRestore(table); err != nil {
+		return err
+	}
 	poller := collector.NewPoller(table, cfg.interval, logger)
 	poller.BeforePass(src.beforePass(poller))
 	keepState(poller, keeper)

@@ -74,7 +74,7 @@ func openSources(cfg *config, logger *slog.Logger) (*sources, error) {
 	// The kernel totals, when asked for, take a task's last stretch at
 	// sched_process_free themselves, unless exit capture is off.
 	exits := loadmode.Mode(cfg.exitCapture) != loadmode.Off
-	if src.agg, err = aggregate.Select(aggregateMode(cfg.collectSource), aggregate.Options{Hierarchy: h, Exits: exits}, logger); err != nil {
+	if src.agg, err = aggregate.Select(aggregateMode(cfg.collectSource), aggregate.Options{Hierarchy: h, Exits: exits, PinPath: cfg.bpfPinPath, Logger: logger}, logger); err != nil {
 		src.close()
 		return nil, fmt.Errorf("--collect.source=%s: %w", cfg.collectSource, err)
 	}
@@ -231,10 +231,9 @@ func (s *sources) newTable() *container.Table {
 }
 
 // aggregateMode maps --collect.source to the kernel totals' mode:
-// aggregate requires them; auto does not load them yet, because across a
-// restart of the daemon they lose the runqueue wait and timeslices that
-// live threads had since the last state write (the task sources resume
-// each saved thread instead), which TestStateKillLoop shows as falls.
+// aggregate requires them; auto does not load them yet, as they need
+// bpffs (--bpf.pin-path) to lose nothing across a restart of the daemon,
+// which the task sources do without it.
 func aggregateMode(source string) loadmode.Mode {
 	if source == "aggregate" {
 		return loadmode.On
@@ -242,11 +241,17 @@ func aggregateMode(source string) loadmode.Mode {
 	return loadmode.Off
 }
 
-// afterRestore primes the kernel totals when table was restored from a
-// state: the state has counted every task up to the save, so the first
-// read must not credit their lives again.
-func (s *sources) afterRestore(table *container.Table) {
-	if s.agg != nil && table.Restored().Restored {
-		s.agg.Prime()
+// afterRestore readies the kernel totals for the first pass of table, once
+// it was restored from the state file if there was one: a table that goes
+// on from the pinned totals it credited reads on, any other restored one
+// primes them, as the state has counted every task up to the save
+// (aggregate.Source.Begin).
+func (s *sources) afterRestore(table *container.Table) error {
+	if s.agg == nil {
+		return nil
 	}
+	if err := s.agg.Begin(table); err != nil {
+		return fmt.Errorf("--collect.source=aggregate: %w", err)
+	}
+	return nil
 }
