@@ -55,13 +55,13 @@ var features = []feature{
 		"exitcapture": {"TestRecordsMatchProc", "TestCoverageShortTasks", "TestNoDoubleCount", "TestCoverageHooks"},
 	}, nil},
 	{"kernel totals", map[string][]string{
-		"aggregate": {"TestScenarioReal", "TestCoverageShortTasks", "TestPIDReuse", "TestPrime", "TestRestart", "TestSelect", "TestKernelSupports"},
+		"aggregate": {"TestScenarioReal", "TestCoverageShortTasks", "TestPIDReuse", "TestPrime", "TestRestart", "TestRestartLosesNothing", "TestPinsOfAnotherShape", "TestPreparePins", "TestSelect", "TestKernelSupports"},
 	}, map[string]fallback{
 		// 5.10 has no BPF task storage (5.11+): --collect.source=aggregate
 		// refuses to start there, and auto never chose it.
 		"5.10": {
-			pass: map[string][]string{"aggregate": {"TestSelect", "TestKernelSupports"}},
-			skip: map[string][]string{"aggregate": {"TestScenarioReal", "TestCoverageShortTasks", "TestPIDReuse", "TestPrime", "TestRestart"}},
+			pass: map[string][]string{"aggregate": {"TestSelect", "TestKernelSupports", "TestPreparePins"}},
+			skip: map[string][]string{"aggregate": {"TestScenarioReal", "TestCoverageShortTasks", "TestPIDReuse", "TestPrime", "TestRestart", "TestRestartLosesNothing", "TestPinsOfAnotherShape"}},
 		},
 	}},
 	{"daemon over pure v2", map[string][]string{
