@@ -143,7 +143,7 @@ func (k *Keeper) AfterPass(t *container.Table, requested bool) {
 		k.mu.Unlock()
 		k.cfg.Logger.Info("restored state resumed", "tasks_resumed", rs.TasksResumed, "tasks_saved", rs.Tasks,
 			"tasks_exit_records", rs.TasksExited, "cgroups_removed_meanwhile", rs.CgroupsGone,
-			"filled_run_seconds", float64(rs.FilledRunNanoseconds)/1e9)
+			"filled_run_seconds", float64(rs.FilledRunNanoseconds)/1e9, "totals_continued", rs.TotalsContinued)
 	}
 	if k.off || !requested && time.Since(k.last) < k.cfg.Interval {
 		return

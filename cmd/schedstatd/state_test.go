@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"syscall"
 	"testing"
@@ -15,9 +16,12 @@ import (
 	dto "github.com/prometheus/client_model/go"
 	"github.com/prometheus/common/expfmt"
 	"github.com/prometheus/common/model"
+	"github.com/schedstatd/schedstatd/aggregate"
+	"github.com/schedstatd/schedstatd/internal/testkit/e2e"
 	"github.com/schedstatd/schedstatd/internal/testkit/testcg"
 	"github.com/schedstatd/schedstatd/internal/testkit/testproc"
 	"github.com/schedstatd/schedstatd/state"
+	"golang.org/x/sys/unix"
 )
 
 // stateFlags are the flags of a daemon that keeps its state in dir, with
@@ -188,18 +192,50 @@ func TestStateKillLoop(t *testing.T) {
 	if testing.Short() {
 		t.Skip("kills and restarts the daemon for a minute")
 	}
+	killLoop(t, time.Minute, nil)
+}
+
+// TestStateKillLoopKernelTotals is TestStateKillLoop for half a minute
+// over the kernel totals with their maps pinned in a bpffs of the test's
+// own: every restarted daemon goes on from the pinned totals (its log says
+// so), and no series falls.
+func TestStateKillLoopKernelTotals(t *testing.T) {
+	if testing.Short() {
+		t.Skip("kills and restarts the daemon for half a minute")
+	}
+	if err := aggregate.KernelSupports(); err != nil {
+		t.Skipf("--collect.source=aggregate: %v (aggregate TestSelect)", err)
+	}
+	e2e.RequireRoot(t)
+	bpffs := t.TempDir()
+	if err := unix.Mount("bpf", bpffs, "bpf", 0, "mode=0700"); err != nil {
+		t.Fatalf("mount bpffs at %s: %v", bpffs, err)
+	}
+	t.Cleanup(func() {
+		if err := unix.Unmount(bpffs, 0); err != nil {
+			t.Errorf("unmount %s: %v", bpffs, err)
+		}
+	})
+	killLoop(t, 30*time.Second, []string{"--collect.source=aggregate", "--bpf.pin-path=" + filepath.Join(bpffs, "pins")})
+}
+
+// killLoop is the kill loop of TestStateKillLoop, for at most dur, with the
+// daemon's flags extra. With the kernel totals, each restarted daemon must
+// say that it went on from the pinned ones.
+func killLoop(t *testing.T, dur time.Duration, extra []string) {
 	cg := testcg.Make(t, "cpuacct")
 	id := "/" + filepath.Base(cg)
 	testproc.StartIn(t, 1, cg)
 	testproc.StartChurnIn(t, cg)
 	dir := t.TempDir()
 	bin := plainBinary(t)
-	end := time.Now().Add(min(soakDuration(t), time.Minute))
+	end := time.Now().Add(min(soakDuration(t), dur))
 	last := map[string]float64{}
 	var first, prev resources
 	kills, scrapes := 0, 0
+	pinned := slices.ContainsFunc(extra, func(a string) bool { return strings.HasPrefix(a, "--bpf.pin-path=") })
 	for time.Now().Before(end) {
-		d := startBinary(t, bin, nil, stateFlags(dir)...)
+		d := startBinary(t, bin, nil, append(stateFlags(dir), extra...)...)
 		url := "http://" + d.addr + "/metrics"
 		until := time.Now().Add(2 * time.Second)
 		var mfs map[string]*dto.MetricFamily
@@ -221,6 +257,9 @@ func TestStateKillLoop(t *testing.T) {
 		}
 		if kills > 0 && selfMetric(mfs, "schedstatd_state_restore", "restored") != 1 {
 			t.Fatalf("after %d kills the daemon did not restore:\n%s", kills, d.log())
+		}
+		if pinned && kills > 0 && !strings.Contains(d.log(), "totals_continued=true") {
+			t.Errorf("after %d kills the daemon did not go on from the pinned totals:\n%s", kills, d.log())
 		}
 		r := measure(t, d, mfs)
 		if kills == 0 {
