@@ -9,7 +9,9 @@
 // task. A program on tp_btf/sched_process_free, which fires once per task
 // after its final switch away, adds the task's last stretch the same way.
 // The daemon reads the map with batch lookups, and container.NewCgroupTable
-// credits each cgroup the increase of its totals.
+// credits each cgroup the increase of its totals. With Options.PinPath the
+// task storage and the totals are pinned in bpffs, so a daemon restarted
+// on the same boot goes on with them from its state file (Source.Begin).
 //
 // It reads /sys/kernel/btf/vmlinux (field offsets: task_struct's
 // exit_state, se.sum_exec_runtime, sched_info.run_delay,

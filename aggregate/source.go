@@ -106,8 +106,8 @@ var _ container.CgroupSource = (*Source)(nil)
 
 // Open loads the programs and maps and attaches them. It needs kernel
 // BTF, Linux 5.11 or later, the host's PID namespace and CAP_BPF with
-// CAP_PERFMON (or root); see ErrUnsupported. Before the first read, the
-// owner of the table calls Begin.
+// CAP_PERFMON (or root); see ErrUnsupported. With Options.PinPath, the
+// owner of the table calls Begin before the first read.
 func Open(opts Options) (*Source, error) {
 	if opts.Hierarchy == nil {
 		return nil, errors.New("aggregate: no hierarchy")
