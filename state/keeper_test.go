@@ -198,3 +198,39 @@ func TestKeeperUnwritable(t *testing.T) {
 		t.Errorf("write failure logged %d times, want once:\n%s", n, log2)
 	}
 }
+
+// TestKeeperRestoresVersion1: a state file of the previous format, as a
+// daemon before this one left it, is restored (a table of totals restored
+// from it primes its source, having no credited totals), and the next
+// write is of the current format with the same table.
+func TestKeeperRestoresVersion1(t *testing.T) {
+	b, err := os.ReadFile("testdata/v1.state")
+	if err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(t.TempDir(), "state")
+	if err := os.WriteFile(path, b, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	k, log := keeper(t, path, origin)
+	tb := newNode().table(t)
+	k.Restore(tb)
+	if metric(t, k, "schedstatd_state_restore", "restored") != 1 {
+		t.Fatalf("a version 1 file was not restored:\n%s", log)
+	}
+	if rs := tb.Restored(); !rs.Restored || rs.TotalsContinued || rs.Tasks != len(sample().Table.Tasks) {
+		t.Errorf("restore stats %+v", rs)
+	}
+	k.Stop(tb)
+	b, err = state.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f, err := state.Decode(b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if v := b[8]; v != state.Version || len(f.Table.Cgroups) != len(sample().Table.Cgroups) || f.Table.Totals.Store != 0 {
+		t.Errorf("rewritten as version %d with %d cgroups, totals %+v", v, len(f.Table.Cgroups), f.Table.Totals)
+	}
+}

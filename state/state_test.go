@@ -220,6 +220,9 @@ func FuzzDecode(f *testing.F) {
 	for _, tc := range badFiles() {
 		f.Add(tc.b)
 	}
+	if v1, err := os.ReadFile("testdata/v1.state"); err == nil {
+		f.Add(v1)
+	}
 	f.Fuzz(func(t *testing.T, b []byte) {
 		file, err := state.Decode(b)
 		if err != nil {
