@@ -94,16 +94,17 @@ func NewExporter(p *Poller, opts ...Option) *Exporter {
 func (e *Exporter) Describe(chan<- *prometheus.Desc) {}
 
 // Collect sends the container series of every selected cgroup in the
-// latest snapshot and the poller's own counters.
+// poller's kept snapshot (Poller.Kept) and the poller's own counters of
+// the latest.
 func (e *Exporter) Collect(ch chan<- prometheus.Metric) {
-	s := e.poller.Last()
-	e.collectContainers(ch, s)
-	e.collectSelf(ch, s)
+	e.collectContainers(ch, e.poller.Kept())
+	e.collectSelf(ch, e.poller.Last())
 }
 
-// Containers returns a collector of the container series alone.
+// Containers returns a collector of the container series alone, of the
+// poller's kept snapshot.
 func (e *Exporter) Containers() prometheus.Collector {
-	return collectorFunc(func(ch chan<- prometheus.Metric) { e.collectContainers(ch, e.poller.Last()) })
+	return collectorFunc(func(ch chan<- prometheus.Metric) { e.collectContainers(ch, e.poller.Kept()) })
 }
 
 // Self returns a collector of the poller's own counters alone.
@@ -143,7 +144,7 @@ func (e *Exporter) Latency() prometheus.Collector {
 		if e.schedlat.Counter() == nil {
 			return
 		}
-		s := e.poller.Last()
+		s := e.poller.Kept()
 		e.collectLatency(ch, s, e.labels.resolve(s, e.labeler, e.selection))
 	})
 }

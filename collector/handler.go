@@ -81,7 +81,7 @@ func (e *Exporter) Handler(others prometheus.Gatherer, logger *slog.Logger) http
 		bw := bufPool.Get().(*bufio.Writer)
 		bw.Reset(out)
 		defer func() { bw.Reset(nil); bufPool.Put(bw) }()
-		s := e.poller.Last()
+		s := e.poller.Kept()
 		if err := writeContainerSeries(bw, s, e.labels.resolve(s, e.labeler, e.selection), om); err != nil {
 			return // the scraper went away
 		}

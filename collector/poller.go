@@ -34,12 +34,14 @@ type Poller struct {
 	// afterPass, if set, is called by Run's goroutine after every pass
 	// not cut short, with whether a request waits for it, before the
 	// answer goes out; beforeClose once ctx is done, before the table is
-	// closed. The state file is written from them.
-	afterPass   func(t *container.Table, requested bool)
+	// closed. The state file is written from them: afterPass reports
+	// whether what the pass counted may be served (see Kept).
+	afterPass   func(t *container.Table, requested bool) (kept bool)
 	beforeClose func(*container.Table)
 
 	mu       sync.Mutex
 	last     *container.Snapshot
+	kept     *container.Snapshot
 	lastGood time.Time
 	lastErr  error
 	// lastWhole is when the last pass read the whole tree; partialErr
@@ -65,6 +67,7 @@ func NewPoller(table *container.Table, interval time.Duration, logger *slog.Logg
 			Buckets:   []float64{.0005, .001, .0025, .005, .01, .025, .05, .1, .25, .5, 1, 2.5},
 		}),
 		last:    &container.Snapshot{},
+		kept:    &container.Snapshot{},
 		started: time.Now(),
 	}
 }
@@ -76,8 +79,14 @@ func (p *Poller) BeforePass(hook func(*container.Table)) { p.beforePass = hook }
 
 // AfterPass sets a hook that Run's goroutine calls with the table after
 // every pass that ran to its end, with whether a request waits for that
-// pass, before the request is answered. It must be called before Run.
-func (p *Poller) AfterPass(hook func(t *container.Table, requested bool)) { p.afterPass = hook }
+// pass, before the request is answered. The hook reports whether the
+// pass's totals may be served: the state file holds them now, or it
+// cannot hold them (it is off, or its write failed). A pass it does not
+// report kept is not served (Kept), so that no value served is above the
+// file a restart goes on from. It must be called before Run.
+func (p *Poller) AfterPass(hook func(t *container.Table, requested bool) (kept bool)) {
+	p.afterPass = hook
+}
 
 // BeforeClose sets a hook that Run's goroutine calls with the table once
 // its context is done, after one last pass (of at most finalPassTimeout)
@@ -94,8 +103,7 @@ func (p *Poller) Run(ctx context.Context) error {
 	defer p.table.Close()
 	ticker := time.NewTicker(p.interval)
 	defer ticker.Stop()
-	p.pass(ctx)
-	p.after(ctx, false)
+	p.after(ctx, p.pass(ctx), false)
 	for {
 		var waiters []request
 		select {
@@ -125,7 +133,7 @@ func (p *Poller) Run(ctx context.Context) error {
 			}
 		}
 		s := p.pass(ctx)
-		p.after(ctx, len(waiters) > 0)
+		p.after(ctx, s, len(waiters) > 0)
 		for _, w := range waiters {
 			if w.view != nil && ctx.Err() == nil {
 				w.view(p.table)
@@ -136,11 +144,18 @@ func (p *Poller) Run(ctx context.Context) error {
 }
 
 // after calls the AfterPass hook unless ctx ended, which may have cut the
-// pass short.
-func (p *Poller) after(ctx context.Context, requested bool) {
-	if p.afterPass != nil && ctx.Err() == nil {
-		p.afterPass(p.table, requested)
+// pass short, and makes s, the pass's snapshot, the one served if the
+// hook says it was kept.
+func (p *Poller) after(ctx context.Context, s *container.Snapshot, requested bool) {
+	if ctx.Err() != nil {
+		return
 	}
+	if p.afterPass != nil && !p.afterPass(p.table, requested) {
+		return
+	}
+	p.mu.Lock()
+	p.kept = s
+	p.mu.Unlock()
 }
 
 // pass runs one pass and publishes its snapshot. A pass cut short because
@@ -250,6 +265,16 @@ func (p *Poller) Last() *container.Snapshot {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	return p.last
+}
+
+// Kept returns the latest snapshot the AfterPass hook reported kept, the
+// one to serve: without a hook, the latest. Before the first such pass it
+// is empty. A pass a request waits for is always kept (the state file is
+// written for it), so a scrape that got a fresh pass serves that pass.
+func (p *Poller) Kept() *container.Snapshot {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.kept
 }
 
 // Health returns nil while the last good pass is recent and the last pass

@@ -27,11 +27,12 @@ func TestPollerStateHooks(t *testing.T) {
 		passes            uint64
 	}
 	calls := make(chan call, 16)
-	p.AfterPass(func(tb *container.Table, requested bool) {
+	p.AfterPass(func(tb *container.Table, requested bool) bool {
 		if tb != table {
 			t.Errorf("AfterPass got another table")
 		}
 		calls <- call{requested: requested, passes: tb.Counters().Passes}
+		return true
 	})
 	p.BeforeClose(func(tb *container.Table) {
 		// Still open: its state can be read.
@@ -63,5 +64,42 @@ func TestPollerStateHooks(t *testing.T) {
 	<-done
 	if c := <-calls; !c.closed || c.passes != 3 {
 		t.Errorf("at the end: %+v, want BeforeClose after a third, last pass", c)
+	}
+}
+
+// TestPollerServesKeptPasses: a pass the AfterPass hook did not keep (the
+// state file was not written for it) is not served, so that a restart,
+// which goes on from the file, never shows less than was served; the pass
+// a scrape waits for is.
+func TestPollerServesKeptPasses(t *testing.T) {
+	k := synth.NewKernel()
+	task := k.Spawn(1)
+	tree := synth.NewTree("/")
+	tree.Set("/", 1)
+	p := NewPoller(container.NewTable(tree, k), time.Millisecond, slog.New(slog.NewTextHandler(io.Discard, nil)))
+	p.AfterPass(func(tb *container.Table, requested bool) bool {
+		task.Stat.RunNanoseconds += 1000 // runs on between passes
+		return requested
+	})
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	done := make(chan error)
+	go func() { done <- p.Run(ctx) }()
+	defer func() { cancel(); <-done }()
+	s, err := p.Fresh(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for p.Last().Counters.Passes < s.Counters.Passes+3 {
+		if time.Now().After(deadline) {
+			t.Fatalf("no background pass in 10s")
+		}
+		time.Sleep(time.Millisecond)
+	}
+	if kept, last := p.Kept(), p.Last(); kept != s {
+		t.Errorf("serving pass %d (run %d ns), want the scrape's pass %d (run %d); the latest is %d (run %d)",
+			kept.Counters.Passes, kept.Cgroups[0].Stat.RunNanoseconds, s.Counters.Passes, s.Cgroups[0].Stat.RunNanoseconds,
+			last.Counters.Passes, last.Cgroups[0].Stat.RunNanoseconds)
 	}
 }

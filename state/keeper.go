@@ -130,8 +130,9 @@ func (k *Keeper) setResult(r string) {
 }
 
 // AfterPass writes t's state if a request waits for this pass or Interval
-// has passed since the last write.
-func (k *Keeper) AfterPass(t *container.Table, requested bool) {
+// has passed since the last write. It reports whether the pass's totals
+// may be served: false only when it did not write them and could have.
+func (k *Keeper) AfterPass(t *container.Table, requested bool) (kept bool) {
 	if rs := t.Restored(); rs.Done && k.told && rs.LateExits != k.stats.LateExits {
 		k.mu.Lock()
 		k.stats.LateExits = rs.LateExits
@@ -145,10 +146,14 @@ func (k *Keeper) AfterPass(t *container.Table, requested bool) {
 			"tasks_exit_records", rs.TasksExited, "cgroups_removed_meanwhile", rs.CgroupsGone,
 			"filled_run_seconds", float64(rs.FilledRunNanoseconds)/1e9, "totals_continued", rs.TotalsContinued)
 	}
-	if k.off || !requested && time.Since(k.last) < k.cfg.Interval {
-		return
+	if k.off {
+		return true
+	}
+	if !requested && time.Since(k.last) < k.cfg.Interval {
+		return false
 	}
 	k.write(t)
+	return true
 }
 
 // Stop writes t's state one last time, when the daemon stops.

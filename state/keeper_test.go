@@ -81,10 +81,20 @@ func TestKeeperRestores(t *testing.T) {
 	if err := tb.Pass(); err != nil {
 		t.Fatal(err)
 	}
-	k.AfterPass(tb, true)
+	if !k.AfterPass(tb, true) {
+		t.Errorf("a requested pass, written, is not reported kept")
+	}
+	// Within the interval a pass nobody waits for is not written, and
+	// so not to be served.
+	if err := tb.Pass(); err != nil {
+		t.Fatal(err)
+	}
+	if k.AfterPass(tb, false) {
+		t.Errorf("a pass the keeper did not write is reported kept")
+	}
 	k.Close()
 	if w := metric(t, k, "schedstatd_state_writes_total", ""); w != 1 {
-		t.Errorf("%v writes after a requested pass, want 1", w)
+		t.Errorf("%v writes after a requested pass and one within the interval, want 1", w)
 	}
 
 	n.k.Task(10).Stat = stat(150, 15, 2)
