@@ -154,9 +154,12 @@ test-known-gaps: test-deps
 # are cached in SCHEDSTATD_VM_CACHE (default /var/cache/schedstatd-vm);
 # SCHEDSTATD_KERNELS_ONLY=5.10,6.1 picks kernels. KERNEL_PKGS are the Debian
 # packages it needs on the host, installed by kernel-deps where missing.
+# KERNEL_VMS VMs run at once, each on one host thread: all three, so that
+# no host CPU idles while the last kernel runs alone.
 KERNEL_PKGS ?= qemu-system-x86 busybox-static
+KERNEL_VMS ?= 3
 test-kernels: kernel-deps
-	SCHEDSTATD_KERNELS=1 $(GO) test -v -count=1 -timeout 75m ./test/kernels/
+	SCHEDSTATD_KERNELS=1 $(GO) test -v -count=1 -parallel $(KERNEL_VMS) -timeout 75m ./test/kernels/
 
 kernel-deps:
 	@missing=""; for p in $(KERNEL_PKGS); do dpkg-query -W -f='$${Status}' $$p 2>/dev/null | grep -q 'ok installed' || missing="$$missing $$p"; done; \

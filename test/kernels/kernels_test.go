@@ -190,8 +190,8 @@ func TestKernels(t *testing.T) {
 	for _, k := range ks {
 		t.Run(k.name, func(t *testing.T) {
 			// Each VM's CPUs share one host thread (see qemuArgs): as many
-			// VMs run at once as go test's -parallel allows, by default
-			// one per host CPU.
+			// VMs run at once as go test's -parallel allows (make
+			// test-kernels: all of them).
 			t.Parallel()
 			runDir := filepath.Join(cache, "run", k.name)
 			os.RemoveAll(runDir)
