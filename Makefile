@@ -147,7 +147,7 @@ test-kubelet: test-deps
 test-known-gaps: test-deps
 	$(GO) test -race -count=1 -tags knowngaps -run 'Gap' -v ./cmd/schedstatd/
 
-# test-kernels runs the real-kernel tests (schedstat, cgroupfs, container,
+# test-kernels runs the real-kernel tests (schedstat, procsource, cgroupfs, container,
 # taskiter, exitcapture, schedlat and the daemon's) inside a virtual machine per
 # supported kernel, Debian's 5.10, 6.1 and 6.12, with pure cgroup v2; see
 # test/kernels. Kernels come through apt with a configuration of its own and

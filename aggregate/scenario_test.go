@@ -11,6 +11,7 @@ import (
 	"github.com/schedstatd/schedstatd/container"
 	"github.com/schedstatd/schedstatd/internal/testkit/testcg"
 	"github.com/schedstatd/schedstatd/internal/testkit/testproc"
+	"github.com/schedstatd/schedstatd/procsource"
 	"github.com/schedstatd/schedstatd/schedstat"
 )
 
@@ -154,13 +155,12 @@ func TestPrime(t *testing.T) {
 func lifetimes(t *testing.T, p *testproc.Proc) schedstat.Stat {
 	t.Helper()
 	var sum schedstat.Stat
-	buf := make([]byte, schedstat.BufferSize)
 	for _, tid := range testproc.Threads(t, p.PID) {
-		task, err := schedstat.Open("/proc", tid)
+		task, err := procsource.Open("/proc", tid)
 		if err != nil {
 			t.Fatal(err)
 		}
-		st, err := task.Read(buf)
+		st, err := task.Read()
 		task.Close()
 		if err != nil {
 			t.Fatal(err)

@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/schedstatd/schedstatd/internal/testkit/testproc"
+	"github.com/schedstatd/schedstatd/procsource"
 	"github.com/schedstatd/schedstatd/schedstat"
 	"golang.org/x/sys/unix"
 )
@@ -14,7 +15,7 @@ import (
 const openBatch = 100
 
 // BenchmarkOpen is the cost of the first sight of a task: opening it as the
-// table does for a task it has not seen (schedstat.Open: the task
+// table does for a task it has not seen (procsource.Open: the task
 // directory, the start time from stat, the schedstat fd), for threads of a
 // process of 100, 2,000 and 10,000 threads. /proc/<tid>/stat describes the
 // whole thread group when read through /proc/<tid> and sums the CPU time
@@ -23,7 +24,7 @@ const openBatch = 100
 // /proc/<tid>/task/<tid>/stat, which describes the thread alone. One op
 // opens and closes openBatch tasks; ns/task is per task opened.
 // unkept-read is a pass's read of a task the table tracks without a kept
-// fd, beyond the open-file limit (schedstat.Unkept): it checks the start
+// fd, beyond the open-file limit (procsource.Unkept): it checks the start
 // time, and so reads stat, on every pass.
 func BenchmarkOpen(b *testing.B) {
 	sizes := []int{100, 2000, 10000}
@@ -34,10 +35,10 @@ func BenchmarkOpen(b *testing.B) {
 		b.Run(fmt.Sprintf("threads-in-process=%d", n), func(b *testing.B) {
 			p := testproc.StartSleepers(b, n)
 			tids := p.Workers[:openBatch]
-			b.Run("schedstat.Open", func(b *testing.B) {
+			b.Run("procsource.Open", func(b *testing.B) {
 				measure(b, modes[0], openBatch, func() {
 					for _, tid := range tids {
-						t, err := schedstat.Open("/proc", tid)
+						t, err := procsource.Open("/proc", tid)
 						if err != nil {
 							b.Fatal(err)
 						}
@@ -45,8 +46,8 @@ func BenchmarkOpen(b *testing.B) {
 					}
 				})
 			})
+			buf := make([]byte, 1024)
 			b.Run("task-stat", func(b *testing.B) {
-				buf := make([]byte, schedstat.BufferSize)
 				measure(b, modes[0], openBatch, func() {
 					for _, tid := range tids {
 						fd, err := openViaTaskStat(tid, buf)
@@ -58,18 +59,17 @@ func BenchmarkOpen(b *testing.B) {
 				})
 			})
 			b.Run("unkept-read", func(b *testing.B) {
-				unkept := make([]*schedstat.Unkept, len(tids))
+				unkept := make([]*procsource.Unkept, len(tids))
 				for i, tid := range tids {
-					u, err := schedstat.OpenUnkept("/proc", tid)
+					u, err := procsource.OpenUnkept("/proc", tid)
 					if err != nil {
 						b.Fatal(err)
 					}
 					unkept[i] = u
 				}
-				buf := make([]byte, schedstat.BufferSize)
 				measure(b, modes[0], openBatch, func() {
 					for _, u := range unkept {
-						if _, err := u.Read(buf); err != nil {
+						if _, err := u.Read(); err != nil {
 							b.Fatal(err)
 						}
 					}
@@ -79,7 +79,7 @@ func BenchmarkOpen(b *testing.B) {
 	}
 }
 
-// openViaTaskStat opens /proc/<tid>/schedstat as schedstat.Open does,
+// openViaTaskStat opens /proc/<tid>/schedstat as procsource.Open does,
 // through an O_PATH fd on /proc/<tid> that pins the task, but reads the
 // start time from task/<tid>/stat below it. It returns the schedstat fd.
 func openViaTaskStat(tid int32, buf []byte) (int, error) {

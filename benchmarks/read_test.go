@@ -7,7 +7,7 @@ import (
 
 	"github.com/schedstatd/schedstatd/internal/testkit/baseline"
 	"github.com/schedstatd/schedstatd/internal/testkit/testproc"
-	"github.com/schedstatd/schedstatd/schedstat"
+	"github.com/schedstatd/schedstatd/procsource"
 )
 
 // BenchmarkRead reads the schedstat file of every sleeping thread of a
@@ -36,11 +36,11 @@ func BenchmarkRead(b *testing.B) {
 				})
 			})
 			b.Run("open-read-close", func(b *testing.B) {
+				buf := make([]byte, 1024)
 				paths := make([]string, n)
 				for i, tid := range p.Workers {
 					paths[i] = "/proc/" + strconv.Itoa(int(tid)) + "/schedstat"
 				}
-				buf := make([]byte, schedstat.BufferSize)
 				eachMode(b, n, func() {
 					for _, path := range paths {
 						if _, err := baseline.OpenReadClose(path, buf); err != nil {
@@ -51,10 +51,9 @@ func BenchmarkRead(b *testing.B) {
 			})
 			b.Run("kept-fd", func(b *testing.B) {
 				tasks := openTasks(b, p.Workers)
-				buf := make([]byte, schedstat.BufferSize)
 				eachMode(b, n, func() {
 					for _, t := range tasks {
-						if _, err := t.Read(buf); err != nil {
+						if _, err := t.Read(); err != nil {
 							b.Fatal(err)
 						}
 					}
@@ -72,16 +71,16 @@ func eachMode(b *testing.B, tasks int, pass func()) {
 }
 
 // openTasks opens every task in tids, closing them when tb ends.
-func openTasks(tb testing.TB, tids []int32) []*schedstat.Task {
+func openTasks(tb testing.TB, tids []int32) []*procsource.Task {
 	tb.Helper()
-	tasks := make([]*schedstat.Task, 0, len(tids))
+	tasks := make([]*procsource.Task, 0, len(tids))
 	tb.Cleanup(func() {
 		for _, t := range tasks {
 			t.Close()
 		}
 	})
 	for _, tid := range tids {
-		t, err := schedstat.Open("/proc", tid)
+		t, err := procsource.Open("/proc", tid)
 		if err != nil {
 			tb.Fatal(err)
 		}

@@ -200,7 +200,7 @@ func (t *Table) finishRestore() {
 		if err != nil {
 			continue
 		}
-		st, err := h.Read(t.buf)
+		st, err := h.Read()
 		if err != nil || h.StartTime() != r.start {
 			h.Close()
 			continue

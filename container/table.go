@@ -33,7 +33,6 @@ type Table struct {
 	lister  cgroupfs.Lister
 	opener  TaskOpener
 	listing cgroupfs.Listing
-	buf     []byte
 
 	tasks map[int32]*entry
 	peak  int // largest len(tasks) since the map was made
@@ -71,7 +70,6 @@ func NewTable(lister cgroupfs.Lister, opener TaskOpener) *Table {
 	return &Table{
 		lister:  lister,
 		opener:  opener,
-		buf:     make([]byte, schedstat.BufferSize),
 		tasks:   make(map[int32]*entry),
 		cgroups: newCgroupSet(),
 		clock:   monotonicNow,
@@ -194,7 +192,7 @@ func (t *Table) account(tid int32, cg *cgroupState) {
 		t.counters.Duplicates++
 		return
 	}
-	st, err := e.h.Read(t.buf)
+	st, err := e.h.Read()
 	switch {
 	case err == nil:
 		t.credit(e, cg, st)
@@ -224,7 +222,7 @@ func (t *Table) add(tid int32, cg *cgroupState) bool {
 		}
 		return false
 	}
-	st, err := h.Read(t.buf)
+	st, err := h.Read()
 	if err != nil {
 		h.Close()
 		if !schedstat.IsGone(err) {
@@ -267,7 +265,7 @@ func (t *Table) sweep() {
 		if e.seen == t.pass {
 			continue
 		}
-		st, err := e.h.Read(t.buf)
+		st, err := e.h.Read()
 		switch {
 		case err == nil:
 			t.credit(e, e.cg, st)

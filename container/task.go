@@ -9,9 +9,8 @@ import "github.com/schedstatd/schedstatd/schedstat"
 type TaskHandle interface {
 	// StartTime returns the task's start time in clock ticks since boot.
 	StartTime() uint64
-	// Read returns the task's counters, using buf (at least
-	// schedstat.BufferSize bytes) as scratch space.
-	Read(buf []byte) (schedstat.Stat, error)
+	// Read returns the task's counters.
+	Read() (schedstat.Stat, error)
 	// Close releases the handle.
 	Close() error
 }

@@ -13,6 +13,7 @@ import (
 	"github.com/schedstatd/schedstatd/internal/testkit/e2e"
 	"github.com/schedstatd/schedstatd/internal/testkit/testcg"
 	"github.com/schedstatd/schedstatd/internal/testkit/testproc"
+	"github.com/schedstatd/schedstatd/procsource"
 	"github.com/schedstatd/schedstatd/schedstat"
 	"golang.org/x/sys/unix"
 )
@@ -134,14 +135,13 @@ func TestRecordsMatchProc(t *testing.T) {
 			wantIDs := []uint64{inode(t, dir), inode(t, parent), inode(t, tc.opts.Hierarchy.Dir())}
 			start := map[int32]uint64{}
 			last := map[int32]schedstat.Stat{}
-			buf := make([]byte, schedstat.BufferSize)
 			for _, tid := range append(p.Workers, int32(p.PID)) {
-				task, err := schedstat.Open("/proc", tid)
+				task, err := procsource.Open("/proc", tid)
 				if err != nil {
 					t.Fatal(err)
 				}
 				start[tid] = task.StartTime()
-				if last[tid], err = task.Read(buf); err != nil {
+				if last[tid], err = task.Read(); err != nil {
 					t.Fatal(err)
 				}
 				task.Close()
@@ -151,17 +151,17 @@ func TestRecordsMatchProc(t *testing.T) {
 			for testproc.State(p.PID, int32(p.PID)) != 'Z' {
 				time.Sleep(time.Millisecond)
 			}
-			zombie, err := schedstat.Open("/proc", int32(p.PID))
+			zombie, err := procsource.Open("/proc", int32(p.PID))
 			if err != nil {
 				t.Fatal(err)
 			}
 			// A task shows Z from exit_notify on, before its last switch
 			// away ends its run: read until the counters hold still.
-			final, err := zombie.Read(buf)
+			final, err := zombie.Read()
 			for deadline := time.Now().Add(2 * time.Second); err == nil && time.Now().Before(deadline); {
 				time.Sleep(20 * time.Millisecond)
 				var again schedstat.Stat
-				if again, err = zombie.Read(buf); err == nil && again == final {
+				if again, err = zombie.Read(); err == nil && again == final {
 					break
 				}
 				final = again

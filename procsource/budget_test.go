@@ -49,13 +49,12 @@ func TestFDBudgetKeepsCounting(t *testing.T) {
 
 func TestUnkeptReadDoesNotAllocate(t *testing.T) {
 	p := testproc.Start(t, 1, nil)
-	u, err := schedstat.OpenUnkept("/proc", p.Workers[0])
+	u, err := procsource.OpenUnkept("/proc", p.Workers[0])
 	if err != nil {
 		t.Fatal(err)
 	}
-	buf := make([]byte, schedstat.BufferSize)
 	allocs := testing.AllocsPerRun(50, func() {
-		if _, err := u.Read(buf); err != nil {
+		if _, err := u.Read(); err != nil {
 			t.Fatal(err)
 		}
 	})
@@ -63,7 +62,7 @@ func TestUnkeptReadDoesNotAllocate(t *testing.T) {
 		t.Errorf("Unkept.Read allocated %v times", allocs)
 	}
 	p.Kill()
-	if _, err := u.Read(buf); !schedstat.IsGone(err) {
+	if _, err := u.Read(); !schedstat.IsGone(err) {
 		t.Errorf("read of an exited task: %v, want a gone error", err)
 	}
 }

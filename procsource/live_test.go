@@ -1,4 +1,4 @@
-package schedstat_test
+package procsource_test
 
 import (
 	"errors"
@@ -12,20 +12,22 @@ import (
 	"testing"
 	"time"
 
+	"github.com/prometheus/procfs"
 	"golang.org/x/sys/unix"
 
 	"github.com/schedstatd/schedstatd/internal/testkit/e2e"
+	"github.com/schedstatd/schedstatd/procsource"
 	"github.com/schedstatd/schedstatd/schedstat"
 )
 
 // openSelf locks the calling goroutine to its thread for the rest of the
 // test and opens that thread's schedstat.
-func openSelf(t testing.TB) (*schedstat.Task, int) {
+func openSelf(t testing.TB) (*procsource.Task, int) {
 	t.Helper()
 	runtime.LockOSThread()
 	t.Cleanup(runtime.UnlockOSThread)
 	tid := unix.Gettid()
-	task, err := schedstat.Open("/proc", int32(tid))
+	task, err := procsource.Open("/proc", int32(tid))
 	if err != nil {
 		t.Fatalf("Open(/proc, %d): %v", tid, err)
 	}
@@ -38,12 +40,21 @@ func TestOpenSelfStartTime(t *testing.T) {
 	if task.TID() != int32(tid) {
 		t.Errorf("TID() = %d, want %d", task.TID(), tid)
 	}
-	b, err := os.ReadFile("/proc/self/task/" + strconv.Itoa(tid) + "/stat")
+	// prometheus/procfs reads the same field on its own.
+	fs, err := procfs.NewFS("/proc")
 	if err != nil {
 		t.Fatal(err)
 	}
-	if want := field22(t, string(b)); task.StartTime() != want {
-		t.Errorf("StartTime() = %d, want field 22 of %q", task.StartTime(), b)
+	thread, err := fs.Thread(os.Getpid(), tid)
+	if err != nil {
+		t.Fatal(err)
+	}
+	st, err := thread.Stat()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := st.Starttime; task.StartTime() != want {
+		t.Errorf("StartTime() = %d, want procfs's %d", task.StartTime(), want)
 	}
 	if task.StartTime() == 0 {
 		t.Errorf("StartTime() = 0 for a thread started after boot")
@@ -62,8 +73,7 @@ func threadCPU(t testing.TB) time.Duration {
 
 func TestReadIncreasesWhileSpinning(t *testing.T) {
 	task, _ := openSelf(t)
-	buf := make([]byte, schedstat.BufferSize)
-	before, err := task.Read(buf)
+	before, err := task.Read()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -77,11 +87,11 @@ func TestReadIncreasesWhileSpinning(t *testing.T) {
 		}
 	}
 
-	after, err := task.Read(buf)
+	after, err := task.Read()
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !statLE(before, after) {
+	if !before.AtMost(after) {
 		t.Fatalf("counters went backwards: %+v then %+v", before, after)
 	}
 	// The kernel folds a running task's time into sum_exec_runtime at
@@ -116,13 +126,12 @@ func startSleeper(t *testing.T) *exec.Cmd {
 func TestReadReapedChild(t *testing.T) {
 	cmd := startSleeper(t)
 	pid := int32(cmd.Process.Pid)
-	task, err := schedstat.Open("/proc", pid)
+	task, err := procsource.Open("/proc", pid)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer task.Close()
-	buf := make([]byte, schedstat.BufferSize)
-	if _, err := task.Read(buf); err != nil {
+	if _, err := task.Read(); err != nil {
 		t.Fatalf("Read of a live child: %v", err)
 	}
 
@@ -131,7 +140,7 @@ func TestReadReapedChild(t *testing.T) {
 	}
 	cmd.Wait()
 
-	got, err := task.Read(buf)
+	got, err := task.Read()
 	if err == nil {
 		t.Fatalf("Read after the child was reaped = %+v, want an error", got)
 	}
@@ -143,7 +152,7 @@ func TestReadReapedChild(t *testing.T) {
 	}
 	// A reaped task's id is free; unless it was reused at once, opening it
 	// again fails as gone too.
-	if again, err := schedstat.Open("/proc", pid); err == nil {
+	if again, err := procsource.Open("/proc", pid); err == nil {
 		again.Close()
 		t.Logf("pid %d was reused right away", pid)
 	} else if !schedstat.IsGone(err) {
@@ -161,7 +170,7 @@ func TestOpenNonexistentTID(t *testing.T) {
 		t.Fatal(err)
 	}
 	tid := int32(pidMax) + 1
-	task, err := schedstat.Open("/proc", tid)
+	task, err := procsource.Open("/proc", tid)
 	if err == nil {
 		task.Close()
 		t.Fatalf("Open(/proc, %d) above pid_max succeeded", tid)
@@ -194,13 +203,12 @@ func waitState(t *testing.T, pid int, want byte) {
 func TestReadZombie(t *testing.T) {
 	cmd := startSleeper(t)
 	pid := cmd.Process.Pid
-	task, err := schedstat.Open("/proc", int32(pid))
+	task, err := procsource.Open("/proc", int32(pid))
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer task.Close()
-	buf := make([]byte, schedstat.BufferSize)
-	alive, err := task.Read(buf)
+	alive, err := task.Read()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -211,15 +219,15 @@ func TestReadZombie(t *testing.T) {
 	}
 	waitState(t, pid, 'Z')
 
-	first, err := task.Read(buf)
+	first, err := task.Read()
 	if err != nil {
 		t.Fatalf("Read of a zombie: %v", err)
 	}
-	if !statLE(alive, first) {
+	if !alive.AtMost(first) {
 		t.Errorf("zombie's counters %+v below the live reading %+v", first, alive)
 	}
 	time.Sleep(50 * time.Millisecond)
-	second, err := task.Read(buf)
+	second, err := task.Read()
 	if err != nil {
 		t.Fatalf("second Read of a zombie: %v", err)
 	}
@@ -228,7 +236,7 @@ func TestReadZombie(t *testing.T) {
 	}
 
 	// A zombie can still be opened, and it is the same task.
-	again, err := schedstat.Open("/proc", int32(pid))
+	again, err := procsource.Open("/proc", int32(pid))
 	if err != nil {
 		t.Fatalf("Open of a zombie: %v", err)
 	}
@@ -236,12 +244,12 @@ func TestReadZombie(t *testing.T) {
 	if again.StartTime() != task.StartTime() {
 		t.Errorf("zombie's StartTime() = %d, it was %d while alive", again.StartTime(), task.StartTime())
 	}
-	if got, err := again.Read(buf); err != nil || got != first {
+	if got, err := again.Read(); err != nil || got != first {
 		t.Errorf("Read of the zombie through a new handle = %+v, %v; want %+v", got, err, first)
 	}
 
 	cmd.Wait()
-	if got, err := task.Read(buf); !schedstat.IsGone(err) {
+	if got, err := task.Read(); !schedstat.IsGone(err) {
 		t.Errorf("Read after reaping the zombie = %+v, %v; want an error for which IsGone is true", got, err)
 	}
 }
@@ -274,21 +282,20 @@ func TestReadExitedThread(t *testing.T) {
 		close(exit)
 		t.Fatal("could not get a goroutine onto a thread other than the main one")
 	}
-	task, err := schedstat.Open("/proc", int32(tid))
+	task, err := procsource.Open("/proc", int32(tid))
 	if err != nil {
 		close(exit)
 		t.Fatal(err)
 	}
 	defer task.Close()
-	buf := make([]byte, schedstat.BufferSize)
-	if _, err := task.Read(buf); err != nil {
+	if _, err := task.Read(); err != nil {
 		t.Fatalf("Read of a live thread: %v", err)
 	}
 	close(exit)
 
 	deadline := time.Now().Add(10 * time.Second)
 	for {
-		_, err := task.Read(buf)
+		_, err := task.Read()
 		if err != nil {
 			if !errors.Is(err, unix.ESRCH) || !schedstat.IsGone(err) {
 				t.Fatalf("Read after the thread exited: %v, want ESRCH and IsGone", err)
@@ -329,8 +336,7 @@ func TestCloseTwice(t *testing.T) {
 	if _, err := f.Stat(); err != nil {
 		t.Errorf("a file opened after Close was closed by a later Close: %v", err)
 	}
-	buf := make([]byte, schedstat.BufferSize)
-	if got, err := task.Read(buf); err == nil || schedstat.IsGone(err) {
+	if got, err := task.Read(); err == nil || schedstat.IsGone(err) {
 		t.Errorf("Read after Close = %+v, %v; want an error for which IsGone is false", got, err)
 	}
 }
@@ -350,7 +356,7 @@ func TestOpenPermissionDenied(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	stat, err := loadFixture("sleep.stat")
+	stat, err := os.ReadFile("../test/fixtures/schedstat/sleep.stat")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -372,7 +378,7 @@ func TestOpenPermissionDenied(t *testing.T) {
 				return
 			}
 		}
-		task, err := schedstat.Open(root, 7)
+		task, err := procsource.Open(root, 7)
 		if err == nil {
 			task.Close()
 		}
@@ -390,5 +396,25 @@ func TestOpenPermissionDenied(t *testing.T) {
 	}
 	if schedstat.IsGone(err) {
 		t.Errorf("IsGone(%v) = true for EACCES", err)
+	}
+}
+
+func TestReadAllocs(t *testing.T) {
+	task, _ := openSelf(t)
+	var (
+		s   schedstat.Stat
+		err error
+	)
+	allocs := testing.AllocsPerRun(1000, func() {
+		s, err = task.Read()
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s.RunNanoseconds == 0 {
+		t.Fatalf("Read of this running thread = %+v", s)
+	}
+	if allocs != 0 {
+		t.Errorf("Read allocates %v times per call, want 0", allocs)
 	}
 }

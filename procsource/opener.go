@@ -8,14 +8,13 @@ import (
 
 	"github.com/schedstatd/schedstatd/cgroupfs"
 	"github.com/schedstatd/schedstatd/container"
-	"github.com/schedstatd/schedstatd/schedstat"
 	"golang.org/x/sys/unix"
 )
 
 // Opener opens tasks through a procfs mount. Each task keeps one fd
-// (schedstat.Task) while Budget allows; beyond it, or when opening fails
+// (Task) while Budget allows; beyond it, or when opening fails
 // for want of an fd, tasks are read by open, read and close on every pass
-// (schedstat.Unkept).
+// (Unkept).
 type Opener struct {
 	// Root is the procfs mount point, such as "/proc".
 	Root string
@@ -97,14 +96,14 @@ func (o Opener) Open(tid int32) (container.TaskHandle, error) {
 func (o Opener) open(tid int32) (container.TaskHandle, error) {
 	b := o.Budget
 	if b == nil {
-		t, err := schedstat.Open(o.Root, tid)
+		t, err := Open(o.Root, tid)
 		if err != nil {
 			return nil, err
 		}
 		return t, nil
 	}
 	if b.room() {
-		t, err := schedstat.Open(o.Root, tid)
+		t, err := Open(o.Root, tid)
 		if err == nil {
 			b.kept.Add(1)
 			return &budgeted{TaskHandle: t, count: &b.kept}, nil
@@ -113,7 +112,7 @@ func (o Opener) open(tid int32) (container.TaskHandle, error) {
 			return nil, err
 		}
 	}
-	u, err := schedstat.OpenUnkept(o.Root, tid)
+	u, err := OpenUnkept(o.Root, tid)
 	if err != nil {
 		return nil, err
 	}

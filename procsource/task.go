@@ -1,24 +1,34 @@
-package schedstat
+package procsource
 
 import (
-	"errors"
 	"fmt"
-	"io"
 	"strconv"
+	"sync"
 
 	"github.com/schedstatd/schedstatd/internal/sysx"
+	"github.com/schedstatd/schedstatd/schedstat"
 	"golang.org/x/sys/unix"
 )
 
-// BufferSize is the scratch space Task.Read and Unkept.Read need: enough
-// for any /proc/<tid>/schedstat (three 20-digit numbers) and for
-// /proc/<tid>/stat up to field 22 (a 7-digit id, a command name of at most
-// 64 bytes, and 20 numeric fields of at most 20 digits), which Unkept reads
-// on every pass.
-const BufferSize = 1024
+// statSize is the scratch space for /proc/<tid>/stat up to field 22 (a
+// 7-digit id, a command name of at most 64 bytes, and 20 numeric fields of
+// at most 20 digits), which opening a task and every Unkept read need;
+// schedstatSize that for any /proc/<tid>/schedstat (three 20-digit
+// numbers), with room to spare so that a read can never end inside the
+// last number and still parse.
+const (
+	statSize      = 1024
+	schedstatSize = 128
+)
+
+// scratch holds the buffers reads go through. A buffer on the stack would
+// escape to the heap through the read system call, once per read; a pool
+// gives each goroutine a buffer of its own without allocating in the
+// steady state.
+var scratch = sync.Pool{New: func() any { return new([statSize]byte) }}
 
 // Task is one task's schedstat file, kept open from the moment the task was
-// first seen. It is not safe for concurrent use.
+// first seen. It is not safe for concurrent use. It is a container.TaskHandle.
 type Task struct {
 	fd    int
 	tid   int32
@@ -31,7 +41,8 @@ type Task struct {
 // task that no longer exists.
 func Open(procRoot string, tid int32) (*Task, error) {
 	p := newTaskPath(procRoot, tid)
-	var buf [BufferSize]byte
+	buf := scratch.Get().(*[statSize]byte)
+	defer scratch.Put(buf)
 	dirfd, start, err := openTask(p, buf[:])
 	if err != nil {
 		return nil, err
@@ -66,7 +77,7 @@ func (p taskPath) String() string { return string(p.dir[:len(p.dir)-1]) }
 
 // openTask opens the task directory as an O_PATH fd, which pins the task:
 // files opened through it belong to that task or fail. It returns the fd
-// and the task's start time. buf is scratch space of BufferSize bytes.
+// and the task's start time. buf is scratch space of statSize bytes.
 func openTask(p taskPath, buf []byte) (dirfd int, start uint64, err error) {
 	dirfd, err = openat(unix.AT_FDCWD, p.dir, unix.O_PATH|unix.O_DIRECTORY)
 	if err != nil {
@@ -80,7 +91,7 @@ func openTask(p taskPath, buf []byte) (dirfd int, start uint64, err error) {
 	n, err := pread(statfd, buf)
 	unix.Close(statfd)
 	if err == nil {
-		start, err = ParseStartTime(buf[:n])
+		start, err = schedstat.ParseStartTime(buf[:n])
 	}
 	if err != nil {
 		unix.Close(dirfd)
@@ -95,21 +106,17 @@ func (t *Task) TID() int32 { return t.tid }
 // StartTime returns the task's start time in clock ticks since boot.
 func (t *Task) StartTime() uint64 { return t.start }
 
-// Read re-reads the task's counters with one pread at offset 0 into buf,
-// which must hold at least BufferSize bytes; a shorter one is an error
-// wrapping io.ErrShortBuffer. It does not allocate. An error for which
-// IsGone is true means the task has been reaped; the fd never reads another
-// task that took the same id.
-func (t *Task) Read(buf []byte) (Stat, error) {
-	if len(buf) < BufferSize {
-		// A short read can end inside the last number and still parse.
-		return Stat{}, fmt.Errorf("schedstat: read buffer of %d bytes, want at least %d: %w", len(buf), BufferSize, io.ErrShortBuffer)
-	}
-	n, err := pread(t.fd, buf)
+// Read re-reads the task's counters with one pread at offset 0. It does not
+// allocate. An error for which schedstat.IsGone is true means the task has
+// been reaped; the fd never reads another task that took the same id.
+func (t *Task) Read() (schedstat.Stat, error) {
+	buf := scratch.Get().(*[statSize]byte)
+	defer scratch.Put(buf)
+	n, err := pread(t.fd, buf[:schedstatSize])
 	if err != nil {
-		return Stat{}, err
+		return schedstat.Stat{}, err
 	}
-	return Parse(buf[:n])
+	return schedstat.Parse(buf[:n])
 }
 
 // Close closes the kept fd. Calling it twice is harmless.
@@ -120,12 +127,6 @@ func (t *Task) Close() error {
 	err := unix.Close(t.fd)
 	t.fd = -1
 	return err
-}
-
-// IsGone reports whether err means the task no longer exists: ESRCH from a
-// kept fd whose task was reaped, or ENOENT from opening a task that exited.
-func IsGone(err error) bool {
-	return errors.Is(err, unix.ESRCH) || errors.Is(err, unix.ENOENT)
 }
 
 // schedstatName is opened below a task's directory: the thread's own

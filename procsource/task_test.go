@@ -1,9 +1,8 @@
-package schedstat_test
+package procsource_test
 
 import (
 	"errors"
 	"fmt"
-	"io"
 	"math"
 	"os"
 	"slices"
@@ -14,8 +13,12 @@ import (
 	"github.com/google/go-cmp/cmp"
 	"golang.org/x/sys/unix"
 
+	"github.com/schedstatd/schedstatd/procsource"
 	"github.com/schedstatd/schedstatd/schedstat"
 )
+
+// fakeProc is a procRoot for Open whose tasks are fixture files.
+const fakeProc = "../test/fixtures/schedstat/proc"
 
 // fakeTasks covers every task directory in the fixtures' fake proc tree,
 // plus one id that has none.
@@ -37,7 +40,7 @@ var fakeTasks = []struct {
 	{tid: 103, openErr: unix.ENOENT, gone: true},
 	// schedstat holds two fields.
 	{tid: 104, wantStart: 38975, readErr: schedstat.ErrParse},
-	// schedstat holds the largest values, which must fit in BufferSize.
+	// schedstat holds the largest values, which must fit in the read.
 	{tid: 105, wantStart: 38975, want: schedstat.Stat{RunNanoseconds: math.MaxUint64, WaitNanoseconds: math.MaxUint64, Timeslices: math.MaxUint64}},
 	// No such task.
 	{tid: 199, openErr: unix.ENOENT, gone: true},
@@ -47,7 +50,7 @@ func TestOpenFakeProc(t *testing.T) {
 	for _, tc := range fakeTasks {
 		t.Run(strconv.Itoa(int(tc.tid)), func(t *testing.T) {
 			fds := openFDs(t)
-			task, err := schedstat.Open(fakeProc, tc.tid)
+			task, err := procsource.Open(fakeProc, tc.tid)
 			if tc.openErr != nil {
 				if !errors.Is(err, tc.openErr) {
 					t.Fatalf("Open(%q, %d) = %v, %v; want an error wrapping %v", fakeProc, tc.tid, task, err, tc.openErr)
@@ -79,11 +82,10 @@ func TestOpenFakeProc(t *testing.T) {
 			if task.StartTime() != tc.wantStart {
 				t.Errorf("StartTime() = %d, want %d", task.StartTime(), tc.wantStart)
 			}
-			buf := make([]byte, schedstat.BufferSize)
 			// Read twice: each read starts at offset 0, so the second sees
 			// the whole file again rather than end of file.
 			for i := range 2 {
-				got, err := task.Read(buf)
+				got, err := task.Read()
 				if tc.readErr != nil {
 					if !errors.Is(err, tc.readErr) {
 						t.Fatalf("Read #%d = %+v, %v; want an error wrapping %v", i, got, err, tc.readErr)
@@ -138,82 +140,4 @@ func openFDs(t testing.TB) int {
 		t.Fatal(err)
 	}
 	return len(ents)
-}
-
-func TestIsGone(t *testing.T) {
-	tests := []struct {
-		name string
-		err  error
-		want bool
-	}{
-		{"nil", nil, false},
-		{"ESRCH", unix.ESRCH, true},
-		{"ENOENT", unix.ENOENT, true},
-		{"wrapped ESRCH", fmt.Errorf("read /proc/7/schedstat: %w", unix.ESRCH), true},
-		{"wrapped ENOENT", fmt.Errorf("open /proc/7: %w", unix.ENOENT), true},
-		{"PathError ENOENT", &os.PathError{Op: "open", Path: "/proc/7/schedstat", Err: unix.ENOENT}, true},
-		{"twice wrapped ESRCH", fmt.Errorf("pass: %w", fmt.Errorf("task 7: %w", unix.ESRCH)), true},
-		{"EACCES", unix.EACCES, false},
-		{"wrapped EACCES", fmt.Errorf("open /proc/7: %w", unix.EACCES), false},
-		{"EPERM", unix.EPERM, false},
-		{"EBADF", unix.EBADF, false},
-		{"parse error", fmt.Errorf("%w: %q", schedstat.ErrParse, "1 2"), false},
-		{"EOF", io.EOF, false},
-		{"ESRCH in words only", errors.New("no such process"), false},
-	}
-	for _, tc := range tests {
-		t.Run(tc.name, func(t *testing.T) {
-			if got := schedstat.IsGone(tc.err); got != tc.want {
-				t.Errorf("IsGone(%v) = %v, want %v", tc.err, got, tc.want)
-			}
-		})
-	}
-}
-
-func TestIsGoneParseError(t *testing.T) {
-	_, err := schedstat.Parse([]byte("1 2\n"))
-	if !errors.Is(err, schedstat.ErrParse) {
-		t.Fatalf("Parse(\"1 2\\n\") error %v does not wrap ErrParse", err)
-	}
-	if schedstat.IsGone(err) {
-		t.Errorf("IsGone(%v) = true for a parse error", err)
-	}
-	_, err = schedstat.ParseStartTime([]byte("1 (x) S"))
-	if !errors.Is(err, schedstat.ErrParse) {
-		t.Fatalf("ParseStartTime error %v does not wrap ErrParse", err)
-	}
-	if schedstat.IsGone(err) {
-		t.Errorf("IsGone(%v) = true for a parse error", err)
-	}
-}
-
-// TestReadShortBuffer: a buffer below BufferSize could cut the last number
-// short and still parse, so Read must fail with io.ErrShortBuffer rather
-// than return a wrong value. A longer buffer is fine.
-func TestReadShortBuffer(t *testing.T) {
-	task, err := schedstat.Open(fakeProc, 105)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer task.Close()
-	want := schedstat.Stat{RunNanoseconds: math.MaxUint64, WaitNanoseconds: math.MaxUint64, Timeslices: math.MaxUint64}
-	for size := range schedstat.BufferSize {
-		got, err := task.Read(make([]byte, size))
-		if err == nil && got != want {
-			t.Errorf("Read with a %d-byte buffer = %+v and no error, want an error", size, got)
-		}
-		if !errors.Is(err, io.ErrShortBuffer) {
-			t.Errorf("Read with a %d-byte buffer: %v, want an error wrapping io.ErrShortBuffer", size, err)
-		}
-		if schedstat.IsGone(err) {
-			t.Errorf("Read with a %d-byte buffer: IsGone(%v) = true", size, err)
-		}
-	}
-	got, err := task.Read(make([]byte, 4096))
-	if err != nil {
-		t.Fatalf("Read with a 4096-byte buffer: %v", err)
-	}
-	if diff := cmp.Diff(want, got); diff != "" {
-		t.Errorf("Read with a 4096-byte buffer mismatch (-want +got):\n%s", diff)
-	}
 }

@@ -1,9 +1,9 @@
-package schedstat
+package procsource
 
 import (
 	"fmt"
-	"io"
 
+	"github.com/schedstatd/schedstatd/schedstat"
 	"golang.org/x/sys/unix"
 )
 
@@ -26,7 +26,8 @@ type Unkept struct {
 // start time. It holds no fd when it returns.
 func OpenUnkept(procRoot string, tid int32) (*Unkept, error) {
 	p := newTaskPath(procRoot, tid)
-	var buf [BufferSize]byte
+	buf := scratch.Get().(*[statSize]byte)
+	defer scratch.Put(buf)
 	dirfd, start, err := openTask(p, buf[:])
 	if err != nil {
 		return nil, err
@@ -41,32 +42,31 @@ func (u *Unkept) TID() int32 { return u.tid }
 // StartTime returns the task's start time in clock ticks since boot.
 func (u *Unkept) StartTime() uint64 { return u.start }
 
-// Read reads the task's counters into buf (at least BufferSize bytes). If
-// the id now belongs to a task with another start time, the task Unkept was
-// opened for is gone: the error wraps ESRCH and IsGone is true.
-func (u *Unkept) Read(buf []byte) (Stat, error) {
-	if len(buf) < BufferSize {
-		return Stat{}, fmt.Errorf("schedstat: read buffer of %d bytes, want at least %d: %w", len(buf), BufferSize, io.ErrShortBuffer)
-	}
-	dirfd, start, err := openTask(u.path, buf)
+// Read reads the task's counters. If the id now belongs to a task with
+// another start time, the task Unkept was opened for is gone: the error
+// wraps ESRCH and schedstat.IsGone is true.
+func (u *Unkept) Read() (schedstat.Stat, error) {
+	buf := scratch.Get().(*[statSize]byte)
+	defer scratch.Put(buf)
+	dirfd, start, err := openTask(u.path, buf[:])
 	if err != nil {
-		return Stat{}, err
+		return schedstat.Stat{}, err
 	}
 	if start != u.start {
 		unix.Close(dirfd)
-		return Stat{}, fmt.Errorf("%s: started at tick %d, not %d: %w", u.path, start, u.start, unix.ESRCH)
+		return schedstat.Stat{}, fmt.Errorf("%s: started at tick %d, not %d: %w", u.path, start, u.start, unix.ESRCH)
 	}
 	fd, err := openat(dirfd, schedstatName, unix.O_RDONLY)
 	unix.Close(dirfd)
 	if err != nil {
-		return Stat{}, err
+		return schedstat.Stat{}, err
 	}
-	n, err := pread(fd, buf)
+	n, err := pread(fd, buf[:schedstatSize])
 	unix.Close(fd)
 	if err != nil {
-		return Stat{}, err
+		return schedstat.Stat{}, err
 	}
-	return Parse(buf[:n])
+	return schedstat.Parse(buf[:n])
 }
 
 // Close does nothing: an Unkept holds no fd between reads.

@@ -47,24 +47,3 @@ func TestParseStartTimeAllocs(t *testing.T) {
 		t.Errorf("ParseStartTime allocates %v times per call, want 0", allocs)
 	}
 }
-
-func TestReadAllocs(t *testing.T) {
-	task, _ := openSelf(t)
-	buf := make([]byte, schedstat.BufferSize)
-	var (
-		s   schedstat.Stat
-		err error
-	)
-	allocs := testing.AllocsPerRun(1000, func() {
-		s, err = task.Read(buf)
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if s.RunNanoseconds == 0 {
-		t.Fatalf("Read of this running thread = %+v", s)
-	}
-	if allocs != 0 {
-		t.Errorf("Read allocates %v times per call, want 0", allocs)
-	}
-}

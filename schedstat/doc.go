@@ -1,6 +1,9 @@
-// Package schedstat reads the kernel's per-task scheduler statistics.
+// Package schedstat is the kernel's per-task scheduler statistics: the
+// counters (Stat), the parsers of the two files they come from, and what
+// tells a task gone (IsGone). The procfs source (package procsource) reads
+// the files; the BPF sources read the same fields from the kernel.
 //
-// It reads two files per task and nothing else:
+// The files, per task:
 //
 //   - /proc/<tid>/schedstat: three unsigned decimals, the task's time on a
 //     CPU (sum_exec_runtime, ns), its time waiting on a runqueue
@@ -13,12 +16,8 @@
 //     whole thread group, and the kernel sums every thread's CPU time to
 //     write it, which makes it cost as much as the group is large.
 //
-// Parsing is apart from reading: Parse and ParseStartTime are pure and
-// allocate nothing on success. A Task keeps the schedstat file open from the
-// moment the task is first seen and re-reads it with one pread at offset 0
-// into a buffer the caller reuses, so a steady-state read is one syscall and
-// no allocation. A kept fd is bound to the task it was opened for: once that
-// task is reaped the fd fails with ESRCH, even if a new task takes the same
-// id, so PID reuse is detected exactly. IsGone tells that case, and ENOENT
-// from opening a task that already exited, from real errors.
+// Parse and ParseStartTime are pure and allocate nothing on success.
+// IsGone tells ESRCH from a kept fd whose task was reaped, and ENOENT from
+// opening a task that already exited, from real errors. StartTicks and
+// BootTicks put times in the clock ticks of start times.
 package schedstat

@@ -14,11 +14,9 @@ import (
 )
 
 // fixtureDir holds the plain files the table tests and the fuzz seeds read:
-// *.schedstat and *.stat for the parsers, proc/ as a fake procfs for Open.
+// *.schedstat and *.stat for the parsers (proc/ is a fake procfs for
+// procsource.Open).
 const fixtureDir = "../test/fixtures/schedstat"
-
-// fakeProc is a procRoot for Open whose tasks are fixture files.
-const fakeProc = fixtureDir + "/proc"
 
 // loadFixture returns the contents of the fixture file name. A missing file
 // is an error that wraps os.ErrNotExist and names the path, never empty

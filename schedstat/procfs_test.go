@@ -257,7 +257,7 @@ func checkLiveTask(t *testing.T, procFS procfs.FS, fake *fakeProcfs, tid int) er
 		t.Fatalf("%s/schedstat: %v", dir, err)
 	}
 	mid := schedstat.Stat{RunNanoseconds: live.RunningNanoseconds, WaitNanoseconds: live.WaitingNanoseconds, Timeslices: live.RunTimeslices}
-	if !statLE(before, mid) || !statLE(mid, after) {
+	if !before.AtMost(mid) || !mid.AtMost(after) {
 		t.Errorf("tid %d: procfs read %+v, not between our reads %+v and %+v", tid, mid, before, after)
 	}
 
@@ -281,11 +281,6 @@ func checkLiveTask(t *testing.T, procFS procfs.FS, fake *fakeProcfs, tid int) er
 		t.Errorf("tid %d: ParseStartTime = %d, procfs live Starttime = %d", tid, start, ps.Starttime)
 	}
 	return nil
-}
-
-// statLE reports whether a is no greater than b in every field.
-func statLE(a, b schedstat.Stat) bool {
-	return a.RunNanoseconds <= b.RunNanoseconds && a.WaitNanoseconds <= b.WaitNanoseconds && a.Timeslices <= b.Timeslices
 }
 
 // field22 returns field 22 of a /proc/<tid>/stat line, found independently

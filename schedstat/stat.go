@@ -30,6 +30,12 @@ func (s Stat) Since(prev Stat) Stat {
 	return Stat{sub(s.RunNanoseconds, prev.RunNanoseconds), sub(s.WaitNanoseconds, prev.WaitNanoseconds), sub(s.Timeslices, prev.Timeslices)}
 }
 
+// AtMost reports whether no counter of s is above o's: a later reading of
+// the same task is never below an earlier one.
+func (s Stat) AtMost(o Stat) bool {
+	return s.RunNanoseconds <= o.RunNanoseconds && s.WaitNanoseconds <= o.WaitNanoseconds && s.Timeslices <= o.Timeslices
+}
+
 func sub(a, b uint64) uint64 {
 	if a < b {
 		return 0

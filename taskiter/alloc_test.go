@@ -33,7 +33,7 @@ func TestSteadyStateAllocs(t *testing.T) {
 			failed = err
 		}
 		for _, h := range hs {
-			if _, err := h.Read(nil); err != nil {
+			if _, err := h.Read(); err != nil {
 				failed = err
 			}
 		}

@@ -10,7 +10,6 @@ import (
 	"github.com/schedstatd/schedstatd/internal/testkit/e2e"
 	"github.com/schedstatd/schedstatd/internal/testkit/testproc"
 	"github.com/schedstatd/schedstatd/procsource"
-	"github.com/schedstatd/schedstatd/schedstat"
 	"golang.org/x/sys/unix"
 )
 
@@ -50,19 +49,18 @@ func BenchmarkRead(b *testing.B) {
 					b.Logf("RLIMIT_NOFILE cannot be raised above %d: pread over %d threads of %d", fds, fit, len(tids))
 					tids = tids[:fit]
 				}
-				tasks := make([]*schedstat.Task, len(tids))
+				tasks := make([]*procsource.Task, len(tids))
 				for i, tid := range tids {
-					t, err := schedstat.Open("/proc", tid)
+					t, err := procsource.Open("/proc", tid)
 					if err != nil {
 						b.Fatal(err)
 					}
 					tasks[i] = t
 					defer t.Close()
 				}
-				buf := make([]byte, schedstat.BufferSize)
 				eachMode(b, len(tasks), func() {
 					for _, t := range tasks {
-						if _, err := t.Read(buf); err != nil {
+						if _, err := t.Read(); err != nil {
 							b.Fatal(err)
 						}
 					}
@@ -85,7 +83,7 @@ func BenchmarkRead(b *testing.B) {
 						b.Fatal(err)
 					}
 					for _, h := range hs {
-						if _, err := h.Read(nil); err != nil {
+						if _, err := h.Read(); err != nil {
 							b.Fatal(err)
 						}
 					}

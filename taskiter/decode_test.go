@@ -71,15 +71,15 @@ func TestHandleIdentity(t *testing.T) {
 	if got := h.StartTime(); got != 100 {
 		t.Errorf("StartTime = %d ticks, want 100", got)
 	}
-	if st, err := h.Read(nil); err != nil || st != old.stat {
+	if st, err := h.Read(); err != nil || st != old.stat {
 		t.Errorf("Read = %+v, %v; want %+v", st, err, old.stat)
 	}
 	feed(s, record{tid: 5, start: 100*nsPerTick + 1, stat: schedstat.Stat{RunNanoseconds: 1}})
-	if _, err := h.Read(nil); !schedstat.IsGone(err) {
+	if _, err := h.Read(); !schedstat.IsGone(err) {
 		t.Errorf("Read after the id was taken again: err %v, want one IsGone reports", err)
 	}
 	feed(s)
-	if _, err := h.Read(nil); !schedstat.IsGone(err) {
+	if _, err := h.Read(); !schedstat.IsGone(err) {
 		t.Errorf("Read after the task vanished: err %v, want one IsGone reports", err)
 	}
 	if _, err := s.Opener().Open(5); !schedstat.IsGone(err) {

@@ -45,11 +45,11 @@ func TestDifferentialReal(t *testing.T) {
 			}
 			fromProc := map[int32]task{}
 			for _, tid := range tids {
-				pt, err := schedstat.Open("/proc", tid)
+				pt, err := procsource.Open("/proc", tid)
 				if err != nil {
 					t.Fatal(err)
 				}
-				st, err := pt.Read(make([]byte, schedstat.BufferSize))
+				st, err := pt.Read()
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -71,7 +71,7 @@ func TestDifferentialReal(t *testing.T) {
 				if err != nil {
 					t.Fatalf("task %d: %v", tid, err)
 				}
-				st, err := th.Read(nil)
+				st, err := th.Read()
 				if err != nil {
 					t.Fatalf("task %d: %v", tid, err)
 				}

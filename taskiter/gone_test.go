@@ -24,7 +24,7 @@ func TestHandleGoneReal(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := h.Read(nil); err != nil {
+	if _, err := h.Read(); err != nil {
 		t.Fatalf("live task: %v", err)
 	}
 	c.Process.Kill()
@@ -33,7 +33,7 @@ func TestHandleGoneReal(t *testing.T) {
 		if err := s.Read(); err != nil {
 			t.Fatal(err)
 		}
-		if _, err := h.Read(nil); !schedstat.IsGone(err) {
+		if _, err := h.Read(); !schedstat.IsGone(err) {
 			t.Fatalf("reaped task: err %v, want one IsGone reports", err)
 		}
 	}

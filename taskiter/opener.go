@@ -50,7 +50,7 @@ func (h *handle) StartTime() uint64 { return schedstat.StartTicks(h.start) }
 // source's last read, or an error wrapping unix.ESRCH when that read did
 // not see the task: it was reaped, and its id may be another task's now.
 // It allocates nothing.
-func (h *handle) Read([]byte) (schedstat.Stat, error) {
+func (h *handle) Read() (schedstat.Stat, error) {
 	r, ok := h.s.lookup(h.tid)
 	if !ok || r.start != h.start {
 		return schedstat.Stat{}, errGone

@@ -19,6 +19,7 @@ import (
 // end-to-end tests that need no tool busybox lacks.
 var binaries = []binary{
 	{pkg: "schedstat"},
+	{pkg: "procsource"},
 	{pkg: "cgroupfs"},
 	{pkg: "container"},
 	{pkg: "taskiter"},

@@ -36,8 +36,7 @@ func TestReadersAgreeWithParse(t *testing.T) {
 	if st.Timeslices == 0 {
 		t.Errorf("ReadFile of this thread = %+v", st)
 	}
-	buf := make([]byte, schedstat.BufferSize)
-	st2, err := baseline.OpenReadClose(path, buf)
+	st2, err := baseline.OpenReadClose(path, make([]byte, 1024))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -50,7 +50,7 @@ func parseFields(contents []byte) (schedstat.Stat, error) {
 }
 
 // OpenReadClose reads the schedstat file at path with open, one read into
-// buf (at least schedstat.BufferSize bytes) and close, and parses it with
+// buf (at least 1 KiB) and close, and parses it with
 // schedstat.Parse: a reader that keeps no fd but allocates nothing for the
 // contents.
 func OpenReadClose(path string, buf []byte) (schedstat.Stat, error) {

@@ -94,7 +94,7 @@ type handle struct {
 
 func (h *handle) StartTime() uint64 { return h.t.Start }
 
-func (h *handle) Read([]byte) (schedstat.Stat, error) {
+func (h *handle) Read() (schedstat.Stat, error) {
 	switch {
 	case h.closed:
 		return schedstat.Stat{}, unix.EBADF
