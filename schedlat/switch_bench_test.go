@@ -84,6 +84,7 @@ func BenchmarkSwitch(b *testing.B) {
 		{"latency", Options{Latency: true}},
 		{"preemption", Options{Preemption: true}},
 		{"both", Options{Latency: true, Preemption: true}},
+		{"both-direct", Options{Latency: true, Preemption: true, direct: true}},
 	} {
 		b.Run(tc.name, func(b *testing.B) {
 			var prog *ebpf.Program
