@@ -203,10 +203,19 @@ func fastPreemption(l layout, f progFeatures) asm.Instructions {
 		load(asm.R1, asm.R2, l.flags).WithSymbol("f_not_idle"),
 		asm.JSet.Imm(asm.R1, pfKthread, "f_kthread"),
 	)
+	// The same css_set is the same cgroup in every hierarchy, and saves
+	// the walk to the next task's cgroup id.
+	insns = append(insns,
+		l.cgroup.TaskCSSSet(asm.R1, asm.R2),
+		l.cgroup.TaskCSSSet(asm.R3, rPrev),
+		asm.JEq.Reg(asm.R1, asm.R3, "f_same"),
+	)
 	insns = append(insns, l.cgroup.TaskCgroup(asm.R1, asm.R2, "f_unnamed")...)
 	insns = append(insns, l.cgroup.CgroupID(asm.R1, asm.R1, "f_unnamed")...)
 	insns = append(insns, asm.JNE.Reg(asm.R1, rID, "f_other"))
-	insns = append(insns, incBuf(slotSame)...)
+	same := incBuf(slotSame)
+	same[0] = same[0].WithSymbol("f_same")
+	insns = append(insns, same...)
 	insns = append(insns, asm.Ja.Label("f_end"))
 	// A next task whose cgroup cannot be named counts as another's,
 	// with no pair.
