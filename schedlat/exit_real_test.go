@@ -93,11 +93,20 @@ func TestExitFlushReal(t *testing.T) {
 					t.Fatalf("thread %d did not exit", tid)
 				}
 			}
-			counts, err := s.Read()
-			if err != nil {
-				t.Fatal(err)
+			// The thread leaves /proc (release_task) just before its
+			// final switch away: read until that switch is in, or give
+			// up and let the checks below fail.
+			var c Counts
+			for deadline := time.Now().Add(5 * time.Second); ; time.Sleep(time.Millisecond) {
+				counts, err := s.Read()
+				if err != nil {
+					t.Fatal(err)
+				}
+				c = counts[inode(t, dir)]
+				if c.Waits >= slices || time.Now().After(deadline) {
+					break
+				}
 			}
-			c := counts[inode(t, dir)]
 			t.Logf("the thread's schedstat from its start line to its end line: %d timeslices, waited %dns; its cgroup's histogram: %d waits, %dns; lost %+v",
 				slices, wait, c.Waits, c.WaitNanoseconds, s.Lost())
 			if slices < naps {
