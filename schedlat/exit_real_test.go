@@ -109,7 +109,9 @@ func TestExitFlushReal(t *testing.T) {
 			}
 			t.Logf("the thread's schedstat from its start line to its end line: %d timeslices, waited %dns; its cgroup's histogram: %d waits, %dns; lost %+v",
 				slices, wait, c.Waits, c.WaitNanoseconds, s.Lost())
-			if slices < naps {
+			// A sleep may end before its thread switches away (911 of
+			// 1,000 did switch in a 6.1 VM).
+			if slices < naps/2 {
 				t.Fatalf("the thread ran %d timeslices in %d sleeps", slices, naps)
 			}
 			// Besides: the timeslice it printed its start line in, and

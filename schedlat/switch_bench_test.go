@@ -1,6 +1,7 @@
 package schedlat
 
 import (
+	"path/filepath"
 	"runtime"
 	"testing"
 
@@ -143,4 +144,31 @@ func attachEmpty(b *testing.B) *ebpf.Program {
 	}
 	b.Cleanup(func() { l.Close(); prog.Close() })
 	return prog
+}
+
+// BenchmarkRead measures a read of the counts with both features on: the
+// flush iterator over every task of the machine, then the stats map;
+// "direct" without the buffer, so with no iterator. tasks/op is how many
+// tasks the machine had (/proc/<pid>/task).
+//
+//	go test -run '^$' -bench Read -count 5 ./schedlat
+func BenchmarkRead(b *testing.B) {
+	for _, direct := range []bool{false, true} {
+		name := "buffered"
+		if direct {
+			name = "direct"
+		}
+		b.Run(name, func(b *testing.B) {
+			_, s := openSource(b, Options{Latency: true, Preemption: true, direct: direct})
+			pingPong(b, 1000)
+			tasks, _ := filepath.Glob("/proc/[0-9]*/task/[0-9]*")
+			b.ResetTimer()
+			for range b.N {
+				if _, err := s.Read(); err != nil {
+					b.Fatal(err)
+				}
+			}
+			b.ReportMetric(float64(len(tasks)), "tasks/op")
+		})
+	}
 }
