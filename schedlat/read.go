@@ -61,9 +61,11 @@ type Pair struct {
 
 // Lost counts what the program could not count, for want of room.
 type Lost struct {
-	// Cgroups counts switches of a cgroup that found the stats map full;
-	// Pairs preemptions whose pair found the pair map full; Tasks
-	// switches for which the kernel gave no task storage.
+	// Cgroups counts switches of a cgroup, and flushes of a task's
+	// buffered counts (which the task keeps for the next), that found
+	// the stats map full; Pairs preemptions whose pair found the pair
+	// map full; Tasks switches for which the kernel gave no task storage
+	// (their waits count at the task's next switch that finds it).
 	Cgroups, Pairs, Tasks uint64
 }
 
