@@ -3,6 +3,7 @@ package schedlat
 import (
 	"errors"
 	"fmt"
+	"os"
 	"sync"
 	"time"
 
@@ -126,6 +127,13 @@ func Open(opts Options) (*Source, error) {
 	f := progFeatures{latency: opts.Latency, preemption: opts.Preemption, bornAfter: uint64(now.Nano()),
 		maxCgroups: uint32(opts.MaxCgroups), maxPairs: uint32(opts.MaxPairs), direct: opts.direct}
 	coll, err := kbtf.LoadProgram(func() (*ebpf.Collection, error) { return opts.Load(collectionSpec(l, f)) })
+	if err != nil && !f.direct && !errors.Is(err, os.ErrPermission) {
+		// The buffer needs BPF atomics (Linux 5.12) and a task
+		// iterator that takes task storage: without them, every
+		// switch counts in its cgroup's stats.
+		f.direct = true
+		coll, err = kbtf.LoadProgram(func() (*ebpf.Collection, error) { return opts.Load(collectionSpec(l, f)) })
+	}
 	if err != nil {
 		return nil, err
 	}
