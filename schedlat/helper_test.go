@@ -20,6 +20,55 @@ import (
 // over.
 const envLatency = "SCHEDLAT_TEST_LATENCY"
 
+// envExit makes the test binary the exit helper: one thread that, once a
+// line comes on stdin, prints its own schedstat, sleeps 50 us as many
+// times as the variable says, prints its schedstat again and exits, while
+// the process stays.
+const envExit = "SCHEDLAT_TEST_EXIT"
+
+// exitHelper turns the process into the exit helper when asked.
+func exitHelper() {
+	if os.Getenv(envExit) == "" {
+		return
+	}
+	n, err := strconv.Atoi(os.Getenv(envExit))
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "exit helper: %s=%q: %v\n", envExit, os.Getenv(envExit), err)
+		os.Exit(2)
+	}
+	// The main thread stays with this goroutine: Go never ends it, so
+	// the worker must be another.
+	runtime.LockOSThread()
+	in := bufio.NewReader(os.Stdin)
+	done := make(chan struct{})
+	go func() {
+		// Locked and never unlocked: the thread exits with the goroutine.
+		runtime.LockOSThread()
+		defer close(done)
+		fmt.Println("tid", unix.Gettid())
+		if _, err := in.ReadString('\n'); err != nil {
+			os.Exit(2)
+		}
+		stat := func(name string) {
+			b, err := os.ReadFile("/proc/thread-self/schedstat")
+			if err != nil {
+				fmt.Fprintln(os.Stderr, "exit helper:", err)
+				os.Exit(2)
+			}
+			fmt.Print(name, " ", string(b))
+		}
+		stat("start")
+		nap := unix.Timespec{Nsec: 50_000}
+		for range n {
+			unix.Nanosleep(&nap, nil)
+		}
+		stat("end")
+	}()
+	<-done
+	io.Copy(io.Discard, in)
+	os.Exit(0)
+}
+
 // latencyHelper turns the process into the latency helper when asked: it
 // prints its worker's tid, then sleeps 1 ms and spins a burst until stdin
 // closes.

@@ -1,10 +1,13 @@
 package schedlat
 
 import (
+	"errors"
 	"runtime"
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/cilium/ebpf"
 )
 
 // contend keeps twice as many threads as there are CPUs busy for d, so
@@ -50,5 +53,35 @@ func TestLoadReal(t *testing.T) {
 			t.Errorf("counts of a feature that is off: %+v", tot)
 		}
 		s.Close()
+	}
+}
+
+// TestDirectFallbackReal refuses the buffered program, as a kernel
+// without BPF atomics would: Open loads the one that counts every switch
+// in its cgroup's stats, with no flush iterator, and it counts.
+func TestDirectFallbackReal(t *testing.T) {
+	var refused int
+	_, s := openSource(t, Options{Latency: true, Preemption: true, Load: func(spec *ebpf.CollectionSpec) (*ebpf.Collection, error) {
+		if spec.Programs[flushName] != nil {
+			refused++
+			return nil, errors.New("refused for the test")
+		}
+		return ebpf.NewCollection(spec)
+	}})
+	if refused != 1 || s.flush != nil {
+		t.Fatalf("buffered program refused %d times, flush iterator %v: want one refusal and no iterator", refused, s.flush)
+	}
+	contend(200 * time.Millisecond)
+	c, err := s.Read()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var tot Counts
+	for _, v := range c {
+		tot.Add(&v)
+	}
+	t.Logf("%d cgroups, %d waits, %d preemptions", len(c), tot.Waits, tot.Preemptions())
+	if tot.Waits == 0 {
+		t.Error("no wait counted in 200ms")
 	}
 }

@@ -13,6 +13,7 @@ import (
 func TestMain(m *testing.M) {
 	testproc.Main()
 	latencyHelper()
+	exitHelper()
 	os.Exit(m.Run())
 }
 

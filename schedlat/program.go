@@ -13,6 +13,7 @@ import (
 // (at most 15 bytes).
 const (
 	progName  = "schedstatd_lat"
+	flushName = "schedlat_flush"
 	tasksName = "schedlat_tasks"
 	statsName = "schedlat_stats"
 	zeroName  = "schedlat_zero"
@@ -46,14 +47,36 @@ const (
 	lostSlots
 )
 
-// Offsets in a task's storage, u64 each: its run_delay and pcount at its
-// last switch away, and whether it has been seen.
+// Offsets in a task's storage: its run_delay and pcount at its last
+// switch away, whether it has been seen, then its buffer (see fast): the
+// lock, the cgroup id the buffer counts for, the sum of its waits and
+// what of it was flushed (u64 each), the buffered counters and what of
+// them was flushed (u32 each, bufSlots of them).
 const (
-	taskDelay = 0
-	taskSlice = 8
-	taskSeen  = 16
-	taskSize  = 24
+	taskDelay  = 0
+	taskSlice  = 8
+	taskSeen   = 16
+	taskLock   = 24
+	taskCgroup = 32
+	taskSum    = 40
+	taskSumOut = 48
+	taskBuf    = 56
+	taskOut    = taskBuf + 4*bufSlots
+	taskSize   = taskOut + 4*bufSlots
 )
+
+// bufSlots are the counters a task buffers: the count, the buckets and
+// the four preemption counts, the stats slots but the sum (a u64 of its
+// own) and caused (counted in the preemptor's cgroup, directly).
+const bufSlots = valueSlots - 2
+
+// bufIndex returns the index in a task's buffer of the stats slot.
+func bufIndex(slot int) int {
+	if slot == slotCount {
+		return 0
+	}
+	return slot - 1
+}
 
 // Stack slots of the program, below the frame pointer.
 const (
@@ -78,15 +101,27 @@ type progFeatures struct {
 	bornAfter uint64
 	// maxCgroups and maxPairs size the stats and pair maps.
 	maxCgroups, maxPairs uint32
+	// direct makes the program count every switch in the stats map, with
+	// no buffer in the task's storage and no flush program: the slow
+	// path alone, for tests and the benchmark.
+	direct bool
 }
 
 // collectionSpec returns the program and its maps.
 func collectionSpec(l layout, f progFeatures) *ebpf.CollectionSpec {
 	u64 := &btf.Int{Name: "u64", Size: 8}
+	u32 := &btf.Int{Name: "u32", Size: 4}
+	counters := &btf.Array{Index: u32, Type: u32, Nelems: bufSlots}
 	task := &btf.Struct{Name: "schedlat_task", Size: taskSize, Members: []btf.Member{
 		{Name: "delay", Type: u64, Offset: 8 * taskDelay},
 		{Name: "slices", Type: u64, Offset: 8 * taskSlice},
 		{Name: "seen", Type: u64, Offset: 8 * taskSeen},
+		{Name: "lock", Type: u64, Offset: 8 * taskLock},
+		{Name: "cgroup", Type: u64, Offset: 8 * taskCgroup},
+		{Name: "sum", Type: u64, Offset: 8 * taskSum},
+		{Name: "sum_out", Type: u64, Offset: 8 * taskSumOut},
+		{Name: "buf", Type: counters, Offset: 8 * taskBuf},
+		{Name: "out", Type: counters, Offset: 8 * taskOut},
 	}}
 	maps := map[string]*ebpf.MapSpec{
 		statsName: {Name: statsName, Type: ebpf.PerCPUHash, KeySize: 8, ValueSize: 8 * valueSlots,
@@ -94,7 +129,7 @@ func collectionSpec(l layout, f progFeatures) *ebpf.CollectionSpec {
 		zeroName: {Name: zeroName, Type: ebpf.Array, KeySize: 4, ValueSize: 8 * valueSlots, MaxEntries: 1},
 		lostName: {Name: lostName, Type: ebpf.PerCPUArray, KeySize: 4, ValueSize: 8, MaxEntries: lostSlots},
 	}
-	if f.latency {
+	if f.latency || !f.direct {
 		maps[tasksName] = &ebpf.MapSpec{Name: tasksName, Type: ebpf.TaskStorage, KeySize: 4, ValueSize: taskSize,
 			Flags: bpfFNoPrealloc, Key: &btf.Int{Name: "int", Size: 4, Encoding: btf.Signed}, Value: task}
 	}
@@ -102,19 +137,27 @@ func collectionSpec(l layout, f progFeatures) *ebpf.CollectionSpec {
 		maps[pairsName] = &ebpf.MapSpec{Name: pairsName, Type: ebpf.Hash, KeySize: 16, ValueSize: 8,
 			MaxEntries: f.maxPairs, Flags: bpfFNoPrealloc}
 	}
-	return &ebpf.CollectionSpec{
-		Maps: maps,
-		Programs: map[string]*ebpf.ProgramSpec{
-			progName: {
-				Name:         progName,
-				Type:         ebpf.Tracing,
-				AttachType:   ebpf.AttachTraceRawTp,
-				AttachTo:     "sched_switch",
-				License:      license,
-				Instructions: program(l, f),
-			},
+	progs := map[string]*ebpf.ProgramSpec{
+		progName: {
+			Name:         progName,
+			Type:         ebpf.Tracing,
+			AttachType:   ebpf.AttachTraceRawTp,
+			AttachTo:     "sched_switch",
+			License:      license,
+			Instructions: program(l, f),
 		},
 	}
+	if !f.direct {
+		progs[flushName] = &ebpf.ProgramSpec{
+			Name:         flushName,
+			Type:         ebpf.Tracing,
+			AttachType:   ebpf.AttachTraceIter,
+			AttachTo:     "task",
+			License:      license,
+			Instructions: flushProgram(),
+		}
+	}
+	return &ebpf.CollectionSpec{Maps: maps, Programs: progs}
 }
 
 // bpfFNoPrealloc is BPF_F_NO_PREALLOC: a cgroup's entry is allocated when
@@ -131,13 +174,18 @@ const (
 
 // program returns the sched_switch handler.
 //
-// With latency on, it takes the previous task's storage and, if the task
-// ran a timeslice since its last switch away (sched_info.pcount grew), the
-// growth of its sched_info.run_delay since then is the wait that ended at
-// the start of that timeslice: it is counted in the bucket of its length,
-// in the stats of the task's cgroup in the walked hierarchy. Several
-// timeslices at once (a switch the program missed) count as that many
-// waits of their mean length, so sum and count stay exact.
+// Unless f.direct, it takes the fast path (see fast) first, which counts
+// in the task's own storage and falls back to the slow path below for
+// what it cannot buffer.
+//
+// The slow path, with latency on, takes the previous task's storage and,
+// if the task ran a timeslice since its last switch away
+// (sched_info.pcount grew), the growth of its sched_info.run_delay since
+// then is the wait that ended at the start of that timeslice: it is
+// counted in the bucket of its length, in the stats of the task's cgroup
+// in the walked hierarchy. Several timeslices at once (a switch the
+// program missed) count as that many waits of their mean length, so sum
+// and count stay exact.
 //
 // With preemption on, a switch away from a task still runnable (preempted,
 // or prev_state TASK_RUNNING) counts in its cgroup's stats by who runs
@@ -157,11 +205,17 @@ func program(l layout, f progFeatures) asm.Instructions {
 		asm.JEq.Imm(asm.R1, 0, "exit"),
 		asm.Mov.Imm(rValue, 0),
 	}
+	if !f.direct {
+		insns = append(insns, fast(l, f)...)
+		insns = append(insns, asm.Mov.Imm(rValue, 0).WithSymbol("slow"))
+	}
 	if f.latency {
 		insns = append(insns, latency(l, f)...)
 	}
 	if f.preemption {
-		insns = append(insns, preemption(l)...)
+		pre := preemption(l)
+		pre[0] = pre[0].WithSymbol("slow_pre")
+		insns = append(insns, pre...)
 	}
 	return append(insns,
 		asm.Mov.Imm(asm.R0, 0).WithSymbol("exit"),
@@ -224,7 +278,9 @@ func latency(l layout, f progFeatures) asm.Instructions {
 	)
 	// r3 is the wait of one timeslice: find its bucket by binary search
 	// over the thresholds, and add the timeslices there.
-	insns = append(insns, search(0, len(thresholds), "bucket", done)...)
+	insns = append(insns, search(0, len(thresholds), "b", "bucket", done, func(b int) asm.Instructions {
+		return addSlot(rValue, slotBuckets+b, asm.R1)
+	})...)
 	return append(insns, asm.Mov.Imm(asm.R0, 0).WithSymbol(done))
 }
 
@@ -313,15 +369,15 @@ func preemption(l layout) asm.Instructions {
 
 // search returns the binary search for the bucket of the wait in R3 among
 // buckets [lo, hi]; its first instruction carries symbol, and each leaf
-// adds the timeslices (R1) to its bucket of rValue and jumps to done.
-func search(lo, hi int, symbol, done string) asm.Instructions {
+// runs add(bucket) and jumps to done. Labels start with prefix.
+func search(lo, hi int, prefix, symbol, done string, add func(int) asm.Instructions) asm.Instructions {
 	if lo == hi {
-		insns := addSlot(rValue, slotBuckets+lo, asm.R1)
+		insns := add(lo)
 		insns[0] = insns[0].WithSymbol(symbol)
 		return append(insns, asm.Ja.Label(done))
 	}
 	mid := (lo + hi) / 2
-	right := fmt.Sprintf("b%d_%d", mid+1, hi)
+	right := fmt.Sprintf("%s%d_%d", prefix, mid+1, hi)
 	var insns asm.Instructions
 	if t := thresholds[mid]; t < 1<<31 {
 		insns = asm.Instructions{asm.JGT.Imm(asm.R3, int32(t), right).WithSymbol(symbol)}
@@ -331,8 +387,8 @@ func search(lo, hi int, symbol, done string) asm.Instructions {
 			asm.JGT.Reg(asm.R3, asm.R4, right),
 		}
 	}
-	insns = append(insns, search(lo, mid, fmt.Sprintf("b%d_%d", lo, mid), done)...)
-	return append(insns, search(mid+1, hi, right, done)...)
+	insns = append(insns, search(lo, mid, prefix, fmt.Sprintf("%s%d_%d", prefix, lo, mid), done, add)...)
+	return append(insns, search(mid+1, hi, prefix, right, done, add)...)
 }
 
 // prevStats returns instructions that make rValue point to this CPU's

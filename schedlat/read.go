@@ -3,6 +3,7 @@ package schedlat
 import (
 	"errors"
 	"fmt"
+	"io"
 )
 
 // Counts are one cgroup's counts: its waits and their histogram, and its
@@ -60,21 +61,29 @@ type Pair struct {
 
 // Lost counts what the program could not count, for want of room.
 type Lost struct {
-	// Cgroups counts switches of a cgroup that found the stats map full;
-	// Pairs preemptions whose pair found the pair map full; Tasks
-	// switches for which the kernel gave no task storage.
+	// Cgroups counts switches of a cgroup, and flushes of a task's
+	// buffered counts (which the task keeps for the next), that found
+	// the stats map full; Pairs preemptions whose pair found the pair
+	// map full; Tasks switches for which the kernel gave no task storage
+	// (their waits count at the task's next switch that finds it).
 	Cgroups, Pairs, Tasks uint64
 }
 
 // ErrClosed is returned by reads of a closed Source.
 var ErrClosed = errors.New("schedlat: source closed")
 
-// Read returns every cgroup's counts, by cgroup id, summed over CPUs.
+// Read returns every cgroup's counts, by cgroup id, summed over CPUs,
+// after flushing what tasks buffered: every wait and preemption counted
+// up to the read is in them but those of tasks switching away on another
+// CPU at that moment.
 func (s *Source) Read() (map[uint64]Counts, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.closed {
 		return nil, ErrClosed
+	}
+	if err := s.flushTasks(); err != nil {
+		return nil, err
 	}
 	out := make(map[uint64]Counts)
 	var id uint64
@@ -90,6 +99,23 @@ func (s *Source) Read() (map[uint64]Counts, error) {
 		return nil, fmt.Errorf("schedlat: read the stats: %w", err)
 	}
 	return out, nil
+}
+
+// flushTasks runs the flush iterator over every task, which adds what each
+// task's storage buffered to the stats of its cgroup.
+func (s *Source) flushTasks() error {
+	if s.flush == nil {
+		return nil
+	}
+	r, err := s.flush.Open()
+	if err != nil {
+		return fmt.Errorf("schedlat: flush the tasks' counts: %w", err)
+	}
+	defer r.Close()
+	if _, err := io.Copy(io.Discard, r); err != nil {
+		return fmt.Errorf("schedlat: flush the tasks' counts: %w", err)
+	}
+	return nil
 }
 
 // Forget deletes the counts of cgroups that are gone, so the map does not

@@ -3,6 +3,7 @@ package schedlat
 import (
 	"errors"
 	"fmt"
+	"os"
 	"sync"
 	"time"
 
@@ -50,6 +51,8 @@ type Options struct {
 	// stateFromTask builds the program for kernels whose sched_switch has
 	// no prev_state argument, so tests can load it here.
 	stateFromTask bool
+	// direct builds the program without the fast path (progFeatures).
+	direct bool
 }
 
 // Source is the loaded and attached program. Its methods may be called
@@ -57,6 +60,7 @@ type Options struct {
 type Source struct {
 	coll   *ebpf.Collection
 	link   link.Link
+	flush  *link.Iter // nil when direct
 	stats  *ebpf.Map
 	pairs  *ebpf.Map // nil without preemption
 	lost   *ebpf.Map
@@ -121,15 +125,31 @@ func Open(opts Options) (*Source, error) {
 		return nil, fmt.Errorf("schedlat: boot time: %w", err)
 	}
 	f := progFeatures{latency: opts.Latency, preemption: opts.Preemption, bornAfter: uint64(now.Nano()),
-		maxCgroups: uint32(opts.MaxCgroups), maxPairs: uint32(opts.MaxPairs)}
+		maxCgroups: uint32(opts.MaxCgroups), maxPairs: uint32(opts.MaxPairs), direct: opts.direct}
 	coll, err := kbtf.LoadProgram(func() (*ebpf.Collection, error) { return opts.Load(collectionSpec(l, f)) })
+	if err != nil && !f.direct && !errors.Is(err, os.ErrPermission) {
+		// The buffer needs BPF atomics (Linux 5.12) and a task
+		// iterator that takes task storage: without them, every
+		// switch counts in its cgroup's stats.
+		f.direct = true
+		coll, err = kbtf.LoadProgram(func() (*ebpf.Collection, error) { return opts.Load(collectionSpec(l, f)) })
+	}
 	if err != nil {
 		return nil, err
 	}
 	s := &Source{coll: coll, stats: coll.Maps[statsName], pairs: coll.Maps[pairsName], lost: coll.Maps[lostName],
 		opts: opts, loaded: time.Now()}
+	if p := coll.Programs[flushName]; p != nil {
+		if s.flush, err = link.AttachIter(link.IterOptions{Program: p}); err != nil {
+			coll.Close()
+			return nil, fmt.Errorf("%w: attach the flush iterator: %w", ErrUnsupported, err)
+		}
+	}
 	s.link, err = link.AttachTracing(link.TracingOptions{Program: coll.Programs[progName], AttachType: ebpf.AttachTraceRawTp})
 	if err != nil {
+		if s.flush != nil {
+			s.flush.Close()
+		}
 		coll.Close()
 		return nil, fmt.Errorf("%w: attach to sched_switch: %w", ErrUnsupported, err)
 	}
@@ -166,6 +186,9 @@ func (s *Source) Close() error {
 	}
 	s.closed = true
 	err := s.link.Close()
+	if s.flush != nil {
+		err = errors.Join(err, s.flush.Close())
+	}
 	s.coll.Close()
 	return err
 }

@@ -1,6 +1,7 @@
 package schedlat
 
 import (
+	"path/filepath"
 	"runtime"
 	"testing"
 
@@ -12,7 +13,11 @@ import (
 )
 
 // pingPong bounces a byte n times between two threads over two pipes, so
-// that each round trip switches both threads out and in.
+// that each round trip switches both threads out and in. Both threads
+// run on the last CPU, so every switch is from one to the other (the
+// waker preempted by the woken every other time) whatever the scheduler
+// would place where: the mix of switches, and so the mean cost of one,
+// is the same from run to run.
 func pingPong(tb testing.TB, n int) {
 	var a, c [2]int
 	if err := unix.Pipe(a[:]); err != nil {
@@ -26,24 +31,37 @@ func pingPong(tb testing.TB, n int) {
 			unix.Close(fd)
 		}
 	}()
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
+	var one, all unix.CPUSet
+	one.Set(runtime.NumCPU() - 1)
+	if err := unix.SchedGetaffinity(0, &all); err != nil {
+		tb.Fatal(err)
+	}
+	// pinned runs f on this goroutine's own thread, bound to one CPU.
+	pinned := func(f func()) {
 		runtime.LockOSThread()
 		defer runtime.UnlockOSThread()
+		if err := unix.SchedSetaffinity(0, &one); err != nil {
+			panic(err)
+		}
+		defer unix.SchedSetaffinity(0, &all)
+		f()
+	}
+	done := make(chan struct{})
+	go pinned(func() {
+		defer close(done)
 		buf := make([]byte, 1)
 		for range n {
 			unix.Read(a[0], buf)
 			unix.Write(c[1], buf)
 		}
-	}()
-	runtime.LockOSThread()
-	defer runtime.UnlockOSThread()
-	buf := []byte{1}
-	for range n {
-		unix.Write(a[1], buf)
-		unix.Read(c[0], buf)
-	}
+	})
+	pinned(func() {
+		buf := []byte{1}
+		for range n {
+			unix.Write(a[1], buf)
+			unix.Read(c[0], buf)
+		}
+	})
 	<-done
 }
 
@@ -68,10 +86,12 @@ func progStats(b *testing.B, prog *ebpf.Program) func() (runs uint64, ns float64
 // BenchmarkSwitch measures what the program costs every context switch:
 // the kernel's own statistics of the program's run time per run
 // (prog-ns/switch; every switch on the node runs it) while two threads
-// bounce a byte over pipes, for each set of features and for "empty", a
-// program on the same hook that only returns: the statistics' own clock
-// reads are in every figure, and the difference to empty is what the
-// features cost. "off" is the round trip with no program at all (ns/op).
+// bounce a byte over pipes on one CPU, for each set of features and for
+// "empty", a program on the same hook that only returns: the statistics'
+// own clock reads are in every figure, and the difference to empty is
+// what the features cost. "both-direct" is both without the buffer in
+// the task's storage: every switch counted in its cgroup's stats. "off"
+// is the round trip with no program at all (ns/op).
 //
 //	go test -run '^$' -bench Switch -count 5 ./schedlat
 func BenchmarkSwitch(b *testing.B) {
@@ -84,6 +104,7 @@ func BenchmarkSwitch(b *testing.B) {
 		{"latency", Options{Latency: true}},
 		{"preemption", Options{Preemption: true}},
 		{"both", Options{Latency: true, Preemption: true}},
+		{"both-direct", Options{Latency: true, Preemption: true, direct: true}},
 	} {
 		b.Run(tc.name, func(b *testing.B) {
 			var prog *ebpf.Program
@@ -123,4 +144,31 @@ func attachEmpty(b *testing.B) *ebpf.Program {
 	}
 	b.Cleanup(func() { l.Close(); prog.Close() })
 	return prog
+}
+
+// BenchmarkRead measures a read of the counts with both features on: the
+// flush iterator over every task of the machine, then the stats map;
+// "direct" without the buffer, so with no iterator. tasks/op is how many
+// tasks the machine had (/proc/<pid>/task).
+//
+//	go test -run '^$' -bench Read -count 5 ./schedlat
+func BenchmarkRead(b *testing.B) {
+	for _, direct := range []bool{false, true} {
+		name := "buffered"
+		if direct {
+			name = "direct"
+		}
+		b.Run(name, func(b *testing.B) {
+			_, s := openSource(b, Options{Latency: true, Preemption: true, direct: direct})
+			pingPong(b, 1000)
+			tasks, _ := filepath.Glob("/proc/[0-9]*/task/[0-9]*")
+			b.ResetTimer()
+			for range b.N {
+				if _, err := s.Read(); err != nil {
+					b.Fatal(err)
+				}
+			}
+			b.ReportMetric(float64(len(tasks)), "tasks/op")
+		})
+	}
 }
