@@ -13,18 +13,17 @@ import (
 // statSize is the scratch space for /proc/<tid>/stat up to field 22 (a
 // 7-digit id, a command name of at most 64 bytes, and 20 numeric fields of
 // at most 20 digits), which opening a task and every Unkept read need;
-// schedstatSize that for any /proc/<tid>/schedstat (three 20-digit
-// numbers), with room to spare so that a read can never end inside the
-// last number and still parse.
+// schedstatSize is one byte more than the longest /proc/<tid>/schedstat
+// (three 20-digit numbers, two spaces and a newline), so that a read that
+// fills it is known to be too long rather than cut inside a number.
 const (
 	statSize      = 1024
-	schedstatSize = 128
+	schedstatSize = 64
 )
 
-// scratch holds the buffers reads go through. A buffer on the stack would
-// escape to the heap through the read system call, once per read; a pool
-// gives each goroutine a buffer of its own without allocating in the
-// steady state.
+// scratch holds the stat buffers of opens and unkept reads: a buffer on
+// the stack would escape to the heap through the read system call, once
+// per read.
 var scratch = sync.Pool{New: func() any { return new([statSize]byte) }}
 
 // Task is one task's schedstat file, kept open from the moment the task was
@@ -33,6 +32,9 @@ type Task struct {
 	fd    int
 	tid   int32
 	start uint64
+	// buf is the task's own read buffer: Read allocates nothing and
+	// shares nothing with other tasks' reads.
+	buf [schedstatSize]byte
 }
 
 // Open opens /proc/<tid>/schedstat under procRoot and reads the task's start
@@ -110,13 +112,20 @@ func (t *Task) StartTime() uint64 { return t.start }
 // allocate. An error for which schedstat.IsGone is true means the task has
 // been reaped; the fd never reads another task that took the same id.
 func (t *Task) Read() (schedstat.Stat, error) {
-	buf := scratch.Get().(*[statSize]byte)
-	defer scratch.Put(buf)
-	n, err := pread(t.fd, buf[:schedstatSize])
+	n, err := pread(t.fd, t.buf[:])
 	if err != nil {
 		return schedstat.Stat{}, err
 	}
-	return schedstat.Parse(buf[:n])
+	return parseSchedstat(t.buf[:n])
+}
+
+// parseSchedstat parses a read of schedstatSize bytes at most: one that
+// filled them is longer than any schedstat file the kernel writes.
+func parseSchedstat(b []byte) (schedstat.Stat, error) {
+	if len(b) == schedstatSize {
+		return schedstat.Stat{}, fmt.Errorf("schedstat: %w: %d bytes or more, longer than three counters", schedstat.ErrParse, len(b))
+	}
+	return schedstat.Parse(b)
 }
 
 // Close closes the kept fd. Calling it twice is harmless.

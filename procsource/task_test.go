@@ -42,6 +42,8 @@ var fakeTasks = []struct {
 	{tid: 104, wantStart: 38975, readErr: schedstat.ErrParse},
 	// schedstat holds the largest values, which must fit in the read.
 	{tid: 105, wantStart: 38975, want: schedstat.Stat{RunNanoseconds: math.MaxUint64, WaitNanoseconds: math.MaxUint64, Timeslices: math.MaxUint64}},
+	// schedstat is longer than any the kernel writes (a fourth field).
+	{tid: 106, wantStart: 38975, readErr: schedstat.ErrParse},
 	// No such task.
 	{tid: 199, openErr: unix.ENOENT, gone: true},
 }

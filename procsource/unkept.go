@@ -66,7 +66,7 @@ func (u *Unkept) Read() (schedstat.Stat, error) {
 	if err != nil {
 		return schedstat.Stat{}, err
 	}
-	return schedstat.Parse(buf[:n])
+	return parseSchedstat(buf[:n])
 }
 
 // Close does nothing: an Unkept holds no fd between reads.
