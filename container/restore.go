@@ -30,8 +30,9 @@ import (
 //     last daemon saw reaped may be freed once this one has loaded. Such
 //     a record adds its wait and timeslices but not its run, which the
 //     fill has: a saved task's increase over its saved counters, any
-//     other task's whole life if it started before that pass listed the
-//     hierarchy (started before and not listed, so it had exited).
+//     other task's whole life if it started in a clock tick before the
+//     one that pass began listing in (started before and not listed, so
+//     it had exited; one of that very tick counts whole).
 
 // restoredTask is a saved task not yet found by a pass.
 type restoredTask struct {
@@ -233,9 +234,10 @@ func (t *Table) finishRestore() {
 // runFilled reports whether the run of x, a record for a task no pass saw,
 // is in what the first pass of a restored table filled: the task started
 // before that pass listed the hierarchy, so it had exited, and its
-// cgroup's gap was filled.
+// cgroup's gap was filled. A start in the clock tick the listing began in
+// may be after it: such a task counts whole.
 func (t *Table) runFilled(x Exit) bool {
-	if t.filledUpTo == 0 || x.StartTime > t.filledUpTo {
+	if t.filledUpTo == 0 || x.StartTime >= t.filledUpTo {
 		return false
 	}
 	cg := t.cgroups.byID[x.Cgroup]
