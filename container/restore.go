@@ -51,6 +51,7 @@ type restoredCgroup struct {
 type restoreState struct {
 	root    *cgroupState
 	tasks   map[int32]restoredTask
+	retired map[identity]restoredTask
 	cgroups map[*cgroupState]restoredCgroup
 	// listedAfter is the boot clock, in clock ticks, before the listing
 	// of the pass now running.
@@ -138,6 +139,10 @@ func (t *Table) Restore(s State) error {
 	for _, x := range s.Tasks {
 		rs.tasks[x.TID] = restoredTask{start: x.StartTime, last: x.Last, cg: cgs[x.Cgroup]}
 	}
+	rs.retired = make(map[identity]restoredTask, len(s.Retired))
+	for _, x := range s.Retired {
+		rs.retired[identity{x.TID, x.StartTime}] = restoredTask{start: x.StartTime, last: x.Last, cg: cgs[x.Cgroup]}
+	}
 	rs.root = cgs[0]
 	t.cgroups = set
 	t.restore = rs
@@ -173,6 +178,13 @@ func (t *Table) exitBeforeFirstPass(x Exit) {
 	t.counters.ExitEvents++
 	if r, ok := rs.tasks[x.TID]; ok && r.start == x.StartTime {
 		delete(rs.tasks, x.TID)
+		cg := r.cg.live()
+		cg.own = cg.own.Add(x.Final.Since(r.last))
+		t.restored.TasksExited++
+		return
+	}
+	if r, ok := rs.retired[identity{x.TID, x.StartTime}]; ok {
+		delete(rs.retired, identity{x.TID, x.StartTime})
 		cg := r.cg.live()
 		cg.own = cg.own.Add(x.Final.Since(r.last))
 		t.restored.TasksExited++
@@ -221,6 +233,11 @@ func (t *Table) finishRestore() {
 		if e, ok := t.tasks[tid]; !ok || e.start != r.start {
 			t.graves.put(tid, r.start, grave{last: r.last, cg: r.cg, filled: t.gapFilled(r.cg)}, now)
 		}
+	}
+	// Tasks the last daemon retired ended before the save: a late record
+	// adds their last stretch, run included, which no counter filled.
+	for id, r := range rs.retired {
+		t.graves.put(id.tid, id.start, grave{last: r.last, cg: r.cg}, now)
 	}
 	for cg := range rs.cgroups {
 		if cg.seen != t.pass {

@@ -294,3 +294,41 @@ func TestRestoreLateExitRecords(t *testing.T) {
 		t.Errorf("LateExits = %d, want 2", n)
 	}
 }
+
+// TestRestoreRetiredTasks: a task the last daemon found gone, whose exit
+// record had not come when it saved its state, is in the State; its record,
+// written by the kernel after the restart, adds its last stretch to where
+// it ran, run included (it ran before the save, so no counter filled it),
+// and nothing of what was counted before.
+func TestRestoreRetiredTasks(t *testing.T) {
+	r := newRig(t, "/", "/a")
+	r.table.TrackExits()
+	ten := r.spawn(10, 100, 10, 1)
+	r.tree.Set("/a", 10)
+	r.setUsage(map[string]uint64{"/": 1000, "/a": 100})
+	r.pass()
+	// 10 runs 50 more, exits and is reaped; the next pass retires it.
+	ten.Stat = stat(150, 15, 2)
+	r.k.Exit(10)
+	r.tree.Set("/a")
+	r.setUsage(map[string]uint64{"/": 1050, "/a": 150})
+	r.pass()
+	st := r.table.State()
+	if len(st.Retired) != 1 || st.Retired[0].TID != 10 || st.Retired[0].Last != stat(100, 10, 1) {
+		t.Fatalf("State.Retired = %+v, want task 10 as last read", st.Retired)
+	}
+	r.table.Close()
+
+	r.table = container.NewTable(r.tree, r.k)
+	r.table.TrackExits()
+	container.SetTicks(r.table, func() uint64 { return r.k.Now() + 1 })
+	if err := r.table.Restore(st); err != nil {
+		t.Fatal(err)
+	}
+	r.pass()
+	r.table.Exit(r.exitOf(10, ten.Start, ten.Stat, "/a"))
+	got := totalsOf(r.pass())
+	if want := stat(150, 15, 2); got["/a"] != want {
+		t.Errorf("/a = %+v, want %+v: the retired task's last stretch once", got["/a"], want)
+	}
+}

@@ -15,15 +15,20 @@ var ErrInvalidState = errors.New("container: invalid state")
 
 // State is what a table needs to continue after the daemon restarts: every
 // cgroup's totals and series offsets, every tracked task's identity and the
-// counters already credited for it, and the tombstones of removed paths.
-// Graves and exit records waiting for a pass are not kept: the exit source
-// that would deliver their records ends with the daemon.
+// counters already credited for it, the retired tasks whose exit records
+// may still come (an exit source at sched_process_free writes a record
+// seconds after the reap, possibly to the next daemon), and the tombstones
+// of removed paths. Exit records waiting for a pass are not kept.
 type State struct {
 	// Cgroups are the cgroups the table knows, each parent before its
 	// children; Cgroups[0] is the root of the walked hierarchy.
 	Cgroups []CgroupState
 	// Tasks are the tracked tasks.
 	Tasks []TaskState
+	// Retired are tasks a pass found gone whose exit records had not come:
+	// what was credited for each, so that a late record adds only its
+	// last stretch.
+	Retired []TaskState
 	// Tombstones are removed paths whose series a cgroup made again under
 	// the path would continue.
 	Tombstones []TombstoneState
@@ -175,6 +180,11 @@ func (s *State) Validate() error {
 		}
 		tids[x.TID] = struct{}{}
 	}
+	for _, x := range s.Retired {
+		if x.TID <= 0 || x.Cgroup < 0 || x.Cgroup >= len(s.Cgroups) {
+			return fmt.Errorf("%w: retired task %d in cgroup index %d", ErrInvalidState, x.TID, x.Cgroup)
+		}
+	}
 	for _, ts := range s.Tombstones {
 		if _, dup := held[ts.Path]; dup || ts.Path == "" {
 			return fmt.Errorf("%w: tombstone %q held or repeated", ErrInvalidState, ts.Path)
@@ -206,7 +216,7 @@ func (t *Table) State() State {
 // StateInto is State that fills s, reusing its slices' capacity.
 func (t *Table) StateInto(s *State) {
 	clear(s.Cgroups)
-	s.Cgroups, s.Tasks, s.Tombstones = s.Cgroups[:0], s.Tasks[:0], s.Tombstones[:0]
+	s.Cgroups, s.Tasks, s.Retired, s.Tombstones = s.Cgroups[:0], s.Tasks[:0], s.Retired[:0], s.Tombstones[:0]
 	s.Totals = TotalsState{Credited: s.Totals.Credited[:0]}
 	set := &t.cgroups
 	var root *cgroupState
@@ -287,6 +297,16 @@ func (t *Table) StateInto(s *State) {
 			if _, ok := t.tasks[tid]; !ok {
 				s.Tasks = append(s.Tasks, TaskState{TID: tid, StartTime: r.start, Last: r.last, Cgroup: cgIndex(r.cg)})
 			}
+		}
+	}
+	for _, gen := range t.graves.gens {
+		for id, g := range gen.graves {
+			s.Retired = append(s.Retired, TaskState{TID: id.tid, StartTime: id.start, Last: g.last, Cgroup: cgIndex(g.cg)})
+		}
+	}
+	if t.restore != nil {
+		for id, r := range t.restore.retired {
+			s.Retired = append(s.Retired, TaskState{TID: id.tid, StartTime: id.start, Last: r.last, Cgroup: cgIndex(r.cg)})
 		}
 	}
 	for path, ts := range set.tombs.byPath {

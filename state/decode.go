@@ -208,24 +208,8 @@ func (d *decoder) file() *File {
 			return f
 		}
 	}
-	t.Tasks = make([]container.TaskState, d.count("tasks", minTask))
-	for i := range t.Tasks {
-		x := &t.Tasks[i]
-		tid := d.uvarint()
-		if tid > 1<<31-1 {
-			d.fail("task id %d", tid)
-		}
-		x.TID = int32(tid)
-		x.StartTime = d.uvarint()
-		cg := d.uvarint()
-		if cg >= uint64(len(t.Cgroups)) {
-			d.fail("task %d in cgroup %d of %d", tid, cg, len(t.Cgroups))
-		}
-		x.Cgroup = int(cg)
-		x.Last = d.stat()
-		if d.err != nil {
-			return f
-		}
+	if t.Tasks = d.tasks("tasks", len(t.Cgroups)); d.err != nil {
+		return f
 	}
 	t.Tombstones = make([]container.TombstoneState, d.count("tombstones", minTombstone))
 	for i := range t.Tombstones {
@@ -247,5 +231,32 @@ func (d *decoder) file() *File {
 			c.Stat = d.stat()
 		}
 	}
+	if r := d.tasks("retired tasks", len(t.Cgroups)); len(r) > 0 {
+		t.Retired = r
+	}
 	return f
+}
+
+// tasks reads the tasks appendTasks wrote, in cgroups of n.
+func (d *decoder) tasks(what string, n int) []container.TaskState {
+	tasks := make([]container.TaskState, d.count(what, minTask))
+	for i := range tasks {
+		x := &tasks[i]
+		tid := d.uvarint()
+		if tid > 1<<31-1 {
+			d.fail("task id %d", tid)
+		}
+		x.TID = int32(tid)
+		x.StartTime = d.uvarint()
+		cg := d.uvarint()
+		if cg >= uint64(n) {
+			d.fail("task %d in cgroup %d of %d", tid, cg, n)
+		}
+		x.Cgroup = int(cg)
+		x.Last = d.stat()
+		if d.err != nil {
+			return nil
+		}
+	}
+	return tasks
 }

@@ -65,14 +65,7 @@ func Append(b []byte, f *File) []byte {
 		b = appendStat(b, c.Base)
 		b = appendKernel(b, &c.Kernel)
 	}
-	b = binary.AppendUvarint(b, uint64(len(t.Tasks)))
-	for i := range t.Tasks {
-		x := &t.Tasks[i]
-		b = binary.AppendUvarint(b, uint64(uint32(x.TID)))
-		b = binary.AppendUvarint(b, x.StartTime)
-		b = binary.AppendUvarint(b, uint64(x.Cgroup))
-		b = appendStat(b, x.Last)
-	}
+	b = appendTasks(b, t.Tasks)
 	b = binary.AppendUvarint(b, uint64(len(t.Tombstones)))
 	for i := range t.Tombstones {
 		ts := &t.Tombstones[i]
@@ -87,8 +80,23 @@ func Append(b []byte, f *File) []byte {
 		b = binary.AppendUvarint(b, c.ID)
 		b = appendStat(b, c.Stat)
 	}
+	b = appendTasks(b, t.Retired)
 	binary.LittleEndian.PutUint32(b[start+12:], uint32(len(b)-body))
 	return binary.LittleEndian.AppendUint32(b, crc32.Checksum(b[start:], castagnoli))
+}
+
+// appendTasks appends a count and each task: id, start time, cgroup
+// index and what was credited for it.
+func appendTasks(b []byte, tasks []container.TaskState) []byte {
+	b = binary.AppendUvarint(b, uint64(len(tasks)))
+	for i := range tasks {
+		x := &tasks[i]
+		b = binary.AppendUvarint(b, uint64(uint32(x.TID)))
+		b = binary.AppendUvarint(b, x.StartTime)
+		b = binary.AppendUvarint(b, uint64(x.Cgroup))
+		b = appendStat(b, x.Last)
+	}
+	return b
 }
 
 // childName returns the last element of path if path is parent's child.

@@ -14,8 +14,9 @@ import (
 // parent's where it extends it), the tasks (cgroups by index), the
 // tombstones and, from version 2, what a table of per-cgroup totals
 // credited from its source (the store's identity, then each cgroup id
-// with its credited totals); a version 1 file has no totals, as if they
-// ended with their source. A varint encoding keeps a 10,000-thread node's file near
+// with its credited totals) and the retired tasks, as the tasks; a
+// version 1 file has neither, as if the totals ended with their source
+// and no exit record were owed. A varint encoding keeps a 10,000-thread node's file near
 // 200 KiB, written in well under a millisecond; JSON would be several
 // times larger and slower to write and to check.
 const (

@@ -50,6 +50,11 @@ func sample() *state.File {
 				{TID: 1, StartTime: 3, Last: stat(1, 2, 3), Cgroup: 0},
 				{TID: 4194304, StartTime: 1 << 40, Last: stat(1<<63, 1<<62, 1<<61), Cgroup: 4},
 			},
+			// A retired task may share its id with a tracked one: another
+			// start time, another task.
+			Retired: []container.TaskState{
+				{TID: 1, StartTime: 2, Last: stat(4, 5, 6), Cgroup: 3},
+			},
 			Tombstones: []container.TombstoneState{
 				{Path: "/kubepods/gone", Stat: stat(8, 9, 10), Kernel: kernel(0, 11, 0, 0), RemovedAt: 12345},
 			},
@@ -76,7 +81,7 @@ func TestDecodeVersion1(t *testing.T) {
 		t.Fatal(err)
 	}
 	want := sample()
-	want.Table.Totals = container.TotalsState{}
+	want.Table.Totals, want.Table.Retired = container.TotalsState{}, nil
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("decoded (-want +got):\n%s", diff)
 	}
@@ -128,11 +133,11 @@ func badFiles() map[string]struct {
 		"not a state file": {[]byte(`{"cgroups": []}`), state.ErrNotState},
 		"zeros":            {make([]byte, 4096), state.ErrNotState},
 		"huge count": {func() []byte {
-			// The count of credited totals, the body's last entry and
+			// The count of retired tasks, the body's last entry and
 			// one byte wide here, claims more entries than the body
 			// could hold.
 			f := sample()
-			f.Table.Totals = container.TotalsState{}
+			f.Table.Retired = nil
 			b := state.Append(nil, f)
 			b[len(b)-5] = 0x7f
 			return reseal(b)
