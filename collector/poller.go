@@ -19,6 +19,16 @@ const staleIntervals = 3
 // finalPassTimeout bounds the pass run at the end for the BeforeClose hook.
 const finalPassTimeout = 2 * time.Second
 
+// After that pass, the exit records of the tasks it and the passes before
+// found gone are awaited up to drainTimeout, fed every drainPoll: the
+// kernel writes a record from an RCU callback after the task's last
+// switch, and one that came after the daemon stopped would go to the next
+// one or nowhere.
+const (
+	drainTimeout = time.Second
+	drainPoll    = 20 * time.Millisecond
+)
+
 // Poller runs passes of one task table, in the background and on request.
 // Its methods may be called from any goroutine; Run owns the table.
 type Poller struct {
@@ -115,6 +125,7 @@ func (p *Poller) Run(ctx context.Context) error {
 				fctx, cancel := context.WithTimeout(context.Background(), finalPassTimeout)
 				p.pass(fctx)
 				cancel()
+				p.drain()
 				p.beforeClose(p.table)
 			}
 			return nil
@@ -140,6 +151,18 @@ func (p *Poller) Run(ctx context.Context) error {
 			}
 			w.reply <- s
 		}
+	}
+}
+
+// drain feeds the table from the BeforePass hook until no retired task
+// waits for its exit record, or drainTimeout has passed.
+func (p *Poller) drain() {
+	if p.beforePass == nil {
+		return
+	}
+	for deadline := time.Now().Add(drainTimeout); p.table.Counters().RetiredTracked > 0 && time.Now().Before(deadline); {
+		time.Sleep(drainPoll)
+		p.beforePass(p.table)
 	}
 }
 

@@ -4,11 +4,13 @@ import (
 	"context"
 	"io"
 	"log/slog"
+	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/schedstatd/schedstatd/container"
 	"github.com/schedstatd/schedstatd/internal/testkit/synth"
+	"github.com/schedstatd/schedstatd/schedstat"
 )
 
 // TestPollerStateHooks checks that the hooks a state file is written from
@@ -101,5 +103,58 @@ func TestPollerServesKeptPasses(t *testing.T) {
 		t.Errorf("serving pass %d (run %d ns), want the scrape's pass %d (run %d); the latest is %d (run %d)",
 			kept.Counters.Passes, kept.Cgroups[0].Stat.RunNanoseconds, s.Counters.Passes, s.Cgroups[0].Stat.RunNanoseconds,
 			last.Counters.Passes, last.Cgroups[0].Stat.RunNanoseconds)
+	}
+}
+
+// TestPollerDrainsExitRecordsBeforeClose: at the end, the exit records of
+// tasks the passes found gone, which the kernel writes a little after the
+// reap, are waited for and fed before the BeforeClose hook writes the
+// state, so their last stretch is in it.
+func TestPollerDrainsExitRecordsBeforeClose(t *testing.T) {
+	k := synth.NewKernel()
+	task := k.Spawn(1)
+	task.Stat.RunNanoseconds = 100
+	tree := synth.NewTree("/")
+	tree.Set("/", 1)
+	table := container.NewTable(tree, k)
+	table.TrackExits()
+	p := NewPoller(table, time.Hour, slog.New(slog.NewTextHandler(io.Discard, nil)))
+	var stopping atomic.Bool
+	feeds := 0
+	p.BeforePass(func(tb *container.Table) {
+		if !stopping.Load() {
+			return
+		}
+		// The record comes with the third feed after the stop began.
+		if feeds++; feeds == 3 {
+			tb.Exit(container.Exit{TID: 1, StartTime: task.Start, Final: task.Stat, Cgroup: tree.ID("/")})
+		}
+	})
+	closed := make(chan schedstat.Stat, 1)
+	p.BeforeClose(func(tb *container.Table) {
+		closed <- tb.State().Cgroups[0].Own
+	})
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error)
+	go func() { done <- p.Run(ctx) }()
+	if _, err := p.Fresh(ctx); err != nil {
+		t.Fatal(err)
+	}
+	// The task runs 50 more, exits and is reaped; a pass retires it.
+	task.Stat.RunNanoseconds = 150
+	k.Exit(1)
+	tree.Set("/")
+	s, err := p.Fresh(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := s.Counters.RetiredTracked; n != 1 {
+		t.Fatalf("%d retired tasks wait for their records, want 1", n)
+	}
+	stopping.Store(true)
+	cancel()
+	<-done
+	if got := <-closed; got.RunNanoseconds != 150 {
+		t.Errorf("the state would hold %d ns of run, want 150: the record fed before the close", got.RunNanoseconds)
 	}
 }
