@@ -85,6 +85,9 @@ func (t *Table) Exit(x Exit) {
 		cg.own = cg.own.Add(d)
 		return
 	}
+	if at, ok := t.takeMoves(x.TID, x.StartTime, schedstat.Stat{}, x.Final); ok {
+		x.Final = x.Final.Since(at)
+	}
 	if t.runFilled(x) {
 		x.Final.RunNanoseconds = 0
 		t.restored.LateExits++
