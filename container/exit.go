@@ -69,7 +69,9 @@ func (t *Table) Exit(x Exit) {
 	}
 	t.counters.ExitEvents++
 	if e := t.tasks[x.TID]; e != nil && e.start == x.StartTime {
-		t.credit(e, e.cg, x.Final)
+		if !t.exitMoved(e, x) {
+			t.credit(e, e.cg, x.Final)
+		}
 		e.h.Close()
 		delete(t.tasks, x.TID)
 		t.counters.Exits++

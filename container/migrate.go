@@ -105,10 +105,18 @@ func (t *Table) Migrate(m Migration) {
 			return
 		}
 		from := e.cg.live()
-		from.own = from.own.Add(m.At.Since(e.last))
+		if mt := t.moved.take(identity{m.TID, m.StartTime}); mt != nil {
+			// It had moved into a cgroup no pass listed yet.
+			t.creditByID(Exit{Cgroup: mt.to, Ancestors: mt.toAnc, Final: m.At.Since(e.last)})
+		} else {
+			from.own = from.own.Add(m.At.Since(e.last))
+		}
 		e.last = m.At
 		if cg := t.cgroups.byID[m.To]; cg != nil && cg.seen == t.pass {
 			e.cg = cg
+		} else if t.moved.len() < maxMoved {
+			// Its exit before the next pass goes there, by id.
+			t.putMoved(identity{m.TID, m.StartTime}, &movedTask{at: m.At, to: m.To, toAnc: m.ToAncestors})
 		}
 		return
 	}
@@ -125,15 +133,40 @@ func (t *Table) Migrate(m Migration) {
 			return
 		}
 		mt = &movedTask{}
-		if t.moved.cur == nil {
-			t.moved.cur = make(map[identity]*movedTask)
-		}
-		t.moved.cur[id] = mt
+		t.putMoved(id, mt)
 		mt.push(Exit{Cgroup: m.From, Ancestors: m.FromAncestors, Final: m.At})
 	} else {
 		mt.push(Exit{Cgroup: mt.to, Ancestors: mt.toAnc, Final: m.At.Since(mt.at)})
 	}
 	mt.at, mt.to, mt.toAnc = m.At, m.To, m.ToAncestors
+}
+
+// putMoved keeps mt for the task id.
+func (t *Table) putMoved(id identity, mt *movedTask) {
+	if t.moved.cur == nil {
+		t.moved.cur = make(map[identity]*movedTask)
+	}
+	t.moved.cur[id] = mt
+}
+
+// exitMoved takes the exit record x of the tracked task e, which moved
+// into a cgroup no pass has listed yet since the last read: its final
+// stretch goes there by id. It reports false if e did not.
+func (t *Table) exitMoved(e *entry, x Exit) bool {
+	if t.moved.len() == 0 {
+		return false
+	}
+	mt := t.moved.take(identity{x.TID, x.StartTime})
+	if mt == nil {
+		return false
+	}
+	if mt.n != 0 || !covers(x.Final, e.last) {
+		t.counters.StaleMigrations++
+		return false
+	}
+	t.creditByID(Exit{Cgroup: mt.to, Ancestors: mt.toAnc, Final: x.Final.Since(e.last)})
+	e.last = x.Final
+	return true
 }
 
 // push adds one stretch, merging it into the last one past the bound.

@@ -87,6 +87,23 @@ func TestMigrationsSplitAtTheMove(t *testing.T) {
 				at1, final.Since(at1), final.Since(at2), final)
 		}
 	})
+	t.Run("tracked, exits in a cgroup no pass listed", func(t *testing.T) {
+		r := newRig(t, "/", "/a")
+		task := r.spawn(4, 100, 10, 1)
+		r.tree.Set("/a", 4)
+		r.pass()
+		r.tree.Mkdir("/c")
+		at, final := stat(250, 20, 3), stat(400, 25, 5)
+		r.table.Migrate(r.moveOf(4, task.Start, at, "/a", "/c"))
+		task.Stat = final
+		r.k.Exit(4)
+		r.tree.Set("/a")
+		r.table.Exit(r.exitOf(4, task.Start, final, "/c"))
+		got := totalsOf(r.pass())
+		if got["/a"] != at || got["/c"] != final.Since(at) {
+			t.Errorf("/a %+v /c %+v: want %+v up to the move and the rest %+v in /c", got["/a"], got["/c"], at, final.Since(at))
+		}
+	})
 	t.Run("a record older than the pass's read changes nothing", func(t *testing.T) {
 		r := newRig(t, "/", "/a", "/b")
 		task := r.spawn(4, 100, 10, 1)
