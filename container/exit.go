@@ -69,7 +69,9 @@ func (t *Table) Exit(x Exit) {
 	}
 	t.counters.ExitEvents++
 	if e := t.tasks[x.TID]; e != nil && e.start == x.StartTime {
-		t.credit(e, e.cg, x.Final)
+		if !t.exitMoved(e, x) {
+			t.credit(e, e.cg, x.Final)
+		}
 		e.h.Close()
 		delete(t.tasks, x.TID)
 		t.counters.Exits++
@@ -84,6 +86,9 @@ func (t *Table) Exit(x Exit) {
 		cg := g.cg.live()
 		cg.own = cg.own.Add(d)
 		return
+	}
+	if at, ok := t.takeMoves(x.TID, x.StartTime, schedstat.Stat{}, x.Final); ok {
+		x.Final = x.Final.Since(at)
 	}
 	if t.runFilled(x) {
 		x.Final.RunNanoseconds = 0

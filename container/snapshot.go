@@ -57,6 +57,14 @@ type Counters struct {
 	// ancestor that exists. TotalsForgotten counts removed cgroups whose
 	// totals the source was told to drop.
 	UnattributedTotals, TotalsForgotten uint64
+	// Migrations counts move records delivered through Migrate;
+	// StaleMigrations those older than what a pass had read of the task,
+	// which changed nothing; MigrationOverflows those not kept, too many
+	// tasks waiting; UnattributedMigrations stretches before a move whose
+	// cgroup the source could not name, credited to the root. MovedTasks
+	// is the number of tasks whose moves wait for a pass to see them.
+	Migrations, StaleMigrations, MigrationOverflows, UnattributedMigrations uint64
+	MovedTasks                                                              int
 }
 
 // CgroupReadErrorsFor returns the number of cgroups that could not be read
@@ -155,6 +163,7 @@ func (t *Table) Counters() Counters {
 	}
 	c.PendingExits = len(t.pending.list)
 	c.RetiredTracked, c.RetiredEvicted = t.graves.len(), t.graves.evicted
+	c.MovedTasks = t.moved.len()
 	return c
 }
 

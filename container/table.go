@@ -40,6 +40,7 @@ type Table struct {
 	cgroups  cgroupSet
 	graves   graveyard
 	pending  pendingExits
+	moved    movedTasks // moves of tasks no pass has seen (migrate.go)
 	pass     uint64
 	marked   int // tasks read or listed in this pass
 	closed   bool
@@ -147,6 +148,7 @@ func (t *Table) PassContext(ctx context.Context) error {
 	}
 	t.cgroups.end(t.pass, now)
 	t.graves.expire()
+	t.moved.expire(now)
 	t.shrink()
 	t.listing.Trim()
 	t.counters.Passes++
@@ -232,6 +234,7 @@ func (t *Table) add(tid int32, cg *cgroupState) bool {
 	}
 	e := &entry{h: h, start: h.StartTime()}
 	t.resume(tid, e)
+	t.startFromMoves(tid, e, st)
 	t.credit(e, cg, st)
 	cg.tasks++
 	t.tasks[tid] = e

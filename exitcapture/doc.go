@@ -14,7 +14,11 @@
 // and of that cgroup's ancestors through a ring buffer, and a goroutine of the
 // Source moves records into a bounded queue that Feed hands to the table.
 // Memory is bounded; a record that finds the ring or the queue full is
-// counted lost. How a record counts exactly once is in docs/design.md.
+// counted lost. A second program, at tp_btf/cgroup_attach_task, sends a
+// task's counters when it moves into another cgroup of the walked
+// hierarchy, through the same ring, so a move splits the task's time
+// exactly (Table.Migrate). How a record counts exactly once is in
+// docs/design.md.
 //
 // A Source is owned by its creator; Drain and Feed run on the goroutine
 // that owns the table, Stats and Close on any.

@@ -50,6 +50,7 @@ func (s *Source) Feed(t *container.Table) {
 	if s.hook == HookFree {
 		t.ExitRecordDelay(FreeRecordDelay)
 	}
+	s.drainMoves(t.Migrate)
 	_, upTo := s.drain(t.Exit)
 	t.ExitsDelivered(upTo)
 }
@@ -61,6 +62,10 @@ type Stats struct {
 	// Lost counts exits whose record was lost: the kernel's ring buffer
 	// was full, or the queue between two drains was.
 	Lost uint64
+	// Migrations counts move records received; MigrationsLost those the
+	// queue between two drains had no room for (the ring's losses are
+	// in Lost).
+	Migrations, MigrationsLost uint64
 }
 
 // Stats returns the counts now. It may be called from any goroutine; a nil
@@ -72,6 +77,9 @@ func (s *Source) Stats() Stats {
 	return Stats{
 		Events: s.events.Load(),
 		Lost:   s.dropped.Load() + s.kernelLost(),
+
+		Migrations:     s.moveEvents.Load(),
+		MigrationsLost: s.droppedMoves.Load(),
 	}
 }
 
@@ -98,12 +106,19 @@ func (s *Source) Close() error {
 		return nil
 	}
 	s.closeOnce.Do(func() {
-		errs := []error{s.link.Close(), s.reader.Close()}
+		errs := []error{s.link.Close()}
+		if s.moveLink != nil {
+			errs = append(errs, s.moveLink.Close())
+		}
+		errs = append(errs, s.reader.Close())
 		<-s.done
 		s.kernelLost()
 		s.lostMu.Lock()
 		s.lostMap = nil
 		s.lostMu.Unlock()
+		if s.moveColl != nil {
+			s.moveColl.Close()
+		}
 		s.coll.Close()
 		s.closeErr = errors.Join(errs...)
 	})

@@ -9,6 +9,10 @@ var (
 		"Exit records received from the kernel, one per exited task (thread).", nil, nil)
 	lostDesc = prometheus.NewDesc("schedstatd_exit_events_lost_total",
 		"Exit records lost because the kernel ring buffer or the queue between passes was full; those tasks count up to the last pass that saw them.", nil, nil)
+	migrationsDesc = prometheus.NewDesc("schedstatd_migration_events_total",
+		"Move records received from the kernel, one per task moved into another cgroup of the walked hierarchy (the thread-group leader alone when a whole process moves).", nil, nil)
+	migrationsLostDesc = prometheus.NewDesc("schedstatd_migration_events_lost_total",
+		"Move records lost because the queue between passes was full; that task's time since the last pass goes to its new cgroup. Records the ring had no room for are counted in schedstatd_exit_events_lost_total.", nil, nil)
 	unattributedDesc = prometheus.NewDesc("schedstatd_exit_events_unattributed_total",
 		"Exit records of tasks no pass saw whose cgroup was removed before a pass could list it, credited to the nearest ancestor that exists.", nil, nil)
 )
@@ -28,15 +32,17 @@ func NewCollector(src *Source, unattributed func() uint64) *Collector {
 	return &Collector{src: src, unattributed: unattributed}
 }
 
-// Describe sends the four descriptions.
+// Describe sends the six descriptions.
 func (c *Collector) Describe(ch chan<- *prometheus.Desc) {
 	ch <- enabledDesc
 	ch <- eventsDesc
 	ch <- lostDesc
 	ch <- unattributedDesc
+	ch <- migrationsDesc
+	ch <- migrationsLostDesc
 }
 
-// Collect sends the four metrics.
+// Collect sends the six metrics.
 func (c *Collector) Collect(ch chan<- prometheus.Metric) {
 	st := c.src.Stats()
 	enabled := 0.0
@@ -51,4 +57,6 @@ func (c *Collector) Collect(ch chan<- prometheus.Metric) {
 	ch <- prometheus.MustNewConstMetric(eventsDesc, prometheus.CounterValue, float64(st.Events))
 	ch <- prometheus.MustNewConstMetric(lostDesc, prometheus.CounterValue, float64(st.Lost))
 	ch <- prometheus.MustNewConstMetric(unattributedDesc, prometheus.CounterValue, float64(un))
+	ch <- prometheus.MustNewConstMetric(migrationsDesc, prometheus.CounterValue, float64(st.Migrations))
+	ch <- prometheus.MustNewConstMetric(migrationsLostDesc, prometheus.CounterValue, float64(st.MigrationsLost))
 }

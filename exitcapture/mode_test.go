@@ -79,6 +79,12 @@ schedstatd_exit_events_total 0
 # HELP schedstatd_exit_events_unattributed_total Exit records of tasks no pass saw whose cgroup was removed before a pass could list it, credited to the nearest ancestor that exists.
 # TYPE schedstatd_exit_events_unattributed_total counter
 schedstatd_exit_events_unattributed_total 0
+# HELP schedstatd_migration_events_lost_total Move records lost because the queue between passes was full; that task's time since the last pass goes to its new cgroup. Records the ring had no room for are counted in schedstatd_exit_events_lost_total.
+# TYPE schedstatd_migration_events_lost_total counter
+schedstatd_migration_events_lost_total 0
+# HELP schedstatd_migration_events_total Move records received from the kernel, one per task moved into another cgroup of the walked hierarchy (the thread-group leader alone when a whole process moves).
+# TYPE schedstatd_migration_events_total counter
+schedstatd_migration_events_total 0
 `
 	if err := testutil.CollectAndCompare(c, strings.NewReader(want)); err != nil {
 		t.Error(err)

@@ -98,9 +98,18 @@ func program(l layout, wakeAt uint32) asm.Instructions {
 			asm.LoadMem(asm.R6, asm.R1, int16(8*l.prevArg), asm.DWord).WithSymbol("dead"),
 		)
 	}
+	return append(insns, sendRecord(l, recordSize, wakeAt)...)
+}
+
+// sendRecord returns the instructions that send the record of the task R6
+// points to, size bytes (recordSize, or more for a record that carries a
+// kind after it), and return. A record larger than recordSize has
+// recordKind written at offset recordSize.
+func sendRecord(l layout, size int32, wakeAt uint32) asm.Instructions {
+	var insns asm.Instructions
 	insns = append(insns,
 		asm.LoadMapPtr(asm.R1, 0).WithReference(ringName),
-		asm.Mov.Imm(asm.R2, recordSize),
+		asm.Mov.Imm(asm.R2, size),
 		asm.Mov.Imm(asm.R3, 0),
 		asm.FnRingbufReserve.Call(),
 		asm.JEq.Imm(asm.R0, 0, "full"),
@@ -121,6 +130,9 @@ func program(l layout, wakeAt uint32) asm.Instructions {
 		insns = append(insns,
 			load(asm.R1, asm.R6, c.f),
 			asm.StoreMem(asm.R8, c.to, asm.R1, c.size))
+	}
+	if size > recordSize {
+		insns = append(insns, asm.Mov.Imm(asm.R1, recordKindMove), asm.StoreMem(asm.R8, recordSize, asm.R1, asm.DWord))
 	}
 	// The ids, from the task's cgroup up: the ring's memory is not
 	// zeroed, so every slot is cleared first.

@@ -1,6 +1,7 @@
 package exitcapture
 
 import (
+	"encoding/binary"
 	"errors"
 	"os"
 	"time"
@@ -40,6 +41,17 @@ func (s *Source) read() {
 func (s *Source) receive(raw []byte) {
 	r, ok := parseRecord(raw)
 	if !ok {
+		return
+	}
+	if len(raw) >= moveRecordSize && binary.NativeEndian.Uint64(raw[recordSize:]) == recordKindMove {
+		s.moveEvents.Add(1)
+		s.mu.Lock()
+		if len(s.moves) < s.max {
+			s.moves = append(s.moves, r.migration())
+		} else {
+			s.droppedMoves.Add(1)
+		}
+		s.mu.Unlock()
 		return
 	}
 	s.events.Add(1)

@@ -54,6 +54,11 @@ type Options struct {
 	// Hook is the event final counters are taken at; HookAuto (the zero
 	// value) tries HookFree first, then HookSwitch.
 	Hook Hook
+	// SkipMigrations leaves out the program on cgroup_attach_task that
+	// sends a task's counters when it moves into another cgroup of the
+	// walked hierarchy; without it a moved task's increase since the last
+	// pass, or its whole life if no pass saw it, goes to its new cgroup.
+	SkipMigrations bool
 	// Load creates the program and maps of spec in the kernel; nil means
 	// ebpf.NewCollection. Tests replace it to deny loading.
 	Load func(spec *ebpf.CollectionSpec) (*ebpf.Collection, error)
@@ -76,14 +81,27 @@ type Source struct {
 	poll   time.Duration
 	done   chan struct{}
 
+	// moveColl and moveLink are the program on cgroup_attach_task, nil
+	// when it is skipped or could not load (moveErr says why).
+	moveColl *ebpf.Collection
+	moveLink link.Link
+	moveErr  error
+
 	mu    sync.Mutex
 	queue []container.Exit // filled by the reader goroutine
 	spare []container.Exit // handed out by Drain
+	// moves and moveSpare are the same for move records, which Feed
+	// hands to the table before the exit records of the same drain: a
+	// task's move is always written before its exit.
+	moves, moveSpare []container.Migration
 	// upTo is the monotonic clock at which the reader last found the ring
 	// empty: every record written before it is in the queue.
 	upTo int64
 
 	events, dropped atomic.Uint64
+	// moveEvents counts move records received, droppedMoves those the
+	// queue had no room for.
+	moveEvents, droppedMoves atomic.Uint64
 
 	lostMu    sync.Mutex
 	lostMap   *ebpf.Map // nil once closed
@@ -166,6 +184,11 @@ func open(opts Options, kernel *btf.Spec, controller string, hook Hook) (*Source
 		s.link.Close()
 		coll.Close()
 		return nil, fmt.Errorf("exitcapture: ring buffer reader: %w", err)
+	}
+	if !opts.SkipMigrations {
+		if err := s.openMoves(l, kernel, opts.RingBytes); err != nil {
+			s.moveErr = fmt.Errorf("move records at %s %w", moveTracepoint, err)
+		}
 	}
 	return s, nil
 }

@@ -115,12 +115,12 @@ func openSources(cfg *config, logger *slog.Logger) (*sources, error) {
 		logger.Info("no container runtime to ask: container, pod, namespace and image labels stay empty", "container_runtime_endpoint", cfg.runtimeEndpoint)
 	}
 	logger.Info("starting schedstatd", "version", version.Info(), "hierarchy", h.Name(), "cgroup_version", h.Version().String(),
-		"dir", h.Dir(), "bandwidth", h.BandwidthFile(), "pressure", h.PressureFile(), "interval", cfg.interval, "task_fd_budget", procs.Budget.Max, "task_source", src.name(), "task_iterator", src.iter != nil, "exit_capture", src.exits != nil || src.agg.HasExitHook(), "exit_hook", src.exitHook(), "container_runtime", src.runtime != nil, "latency", src.sched.Latency(), "preemption", src.sched.Preemption())
+		"dir", h.Dir(), "bandwidth", h.BandwidthFile(), "pressure", h.PressureFile(), "interval", cfg.interval, "task_fd_budget", procs.Budget.Max, "task_source", src.name(), "task_iterator", src.iter != nil, "exit_capture", src.exits != nil || src.agg.HasExitHook(), "exit_hook", src.exitHook(), "move_records", src.exits.Migrations(), "container_runtime", src.runtime != nil, "latency", src.sched.Latency(), "preemption", src.sched.Preemption())
 	return src, nil
 }
 
-// beforePass is what poller runs before each pass: the exit records are
-// fed to the table, and the runtime is told of the last pass's cgroups, so
+// beforePass is what poller runs before each pass: the move and exit
+// records are fed to the table, and the runtime is told of the last pass's cgroups, so
 // a new container is named before the first scrape that shows it.
 func (s *sources) beforePass(poller *collector.Poller) func(*container.Table) {
 	return func(t *container.Table) {

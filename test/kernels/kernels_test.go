@@ -55,6 +55,9 @@ var features = []feature{
 	{"exit capture", map[string][]string{
 		"exitcapture": {"TestRecordsMatchProc", "TestCoverageShortTasks", "TestNoDoubleCount", "TestCoverageHooks"},
 	}, nil},
+	{"move records", map[string][]string{
+		"exitcapture": {"TestMigrationSplitsAtTheMove"},
+	}, nil},
 	{"kernel totals", map[string][]string{
 		"aggregate": {"TestScenarioReal", "TestCoverageShortTasks", "TestPIDReuse", "TestPrime", "TestRestart", "TestRestartLosesNothing", "TestPinsOfAnotherShape", "TestPreparePins", "TestSelect", "TestKernelSupports"},
 	}, map[string]fallback{
