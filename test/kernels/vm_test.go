@@ -3,6 +3,7 @@ package kernels
 import (
 	"bufio"
 	"bytes"
+	"cmp"
 	"context"
 	"debug/elf"
 	"encoding/json"
@@ -22,7 +23,8 @@ import (
 // directory of the repository), those matching run ("" for all).
 type binary struct {
 	pkg string
-	run string
+	// run and skip, if set, are the binary's -test.run and -test.skip.
+	run, skip string
 }
 
 // name is the binary's file name in the image.
@@ -60,10 +62,12 @@ stty -F $out raw -echo 115200 2>/dev/null
 echo "@@schedstatd-kernel $(uname -r)"
 echo "@@schedstatd-cgroup /sys/fs/cgroup magic 0x$(stat -f -c %t /sys/fs/cgroup) (cgroup2 is 0x63677270), v1 mounts: $(grep -c " cgroup " /proc/mounts), controllers: $(cat /sys/fs/cgroup/cgroup.subtree_control)"
 } > $out
-while read -r bin pkg run; do
+while read -r bin pkg run skip; do
+	[ "$run" = - ] && run=
+	[ "$skip" = - ] && skip=
 	echo "` + markBegin + `$pkg" > $out
 	cd /src/$pkg
-	/src/$bin -test.v -test.short -test.count=1 -test.timeout=10m ${run:+-test.run "$run"} > $out 2>&1
+	/src/$bin -test.v -test.short -test.count=1 -test.timeout=10m ${run:+-test.run "$run"} ${skip:+-test.skip "$skip"} > $out 2>&1
 	echo "` + markEnd + `$pkg $?" > $out
 done < /binaries
 cd /
@@ -91,7 +95,7 @@ func buildImage(t *testing.T, repo, dir string, bins []binary) string {
 	var list strings.Builder
 	for _, b := range bins {
 		build("test", "-c", "-o", filepath.Join(dir, b.name()), "./"+b.pkg)
-		fmt.Fprintf(&list, "%s %s %s\n", b.name(), b.pkg, b.run)
+		fmt.Fprintf(&list, "%s %s %s %s\n", b.name(), b.pkg, cmp.Or(b.run, "-"), cmp.Or(b.skip, "-"))
 	}
 	build("build", "-o", filepath.Join(dir, "schedstatd"), "./cmd/schedstatd")
 
