@@ -87,14 +87,23 @@ func TestStateRestart(t *testing.T) {
 			if err := os.Mkdir(sub, 0o755); err != nil {
 				t.Fatal(err)
 			}
-			testproc.StartIn(t, 1, cg)
-			testproc.StartChurnIn(t, cg)
+			busy := testproc.StartIn(t, 1, cg)
+			churn := testproc.StartChurnIn(t, cg)
+			// The counts are compared with the workload stopped, so that
+			// the time between a pass's read of the cgroup's counter and
+			// of its threads adds nothing to either at the two ends.
+			fenced := func(d *daemon) map[string]*dto.MetricFamily {
+				busy.Stop(t)
+				churn.Pause(t)
+				defer func() { busy.Cont(t); churn.Resume(t) }()
+				return bracketed(t, d, cg, id)
+			}
 			subProc := testproc.StartIn(t, 1, sub)
 			dir := t.TempDir()
 			d := startDaemon(t, stateFlags(dir)...)
 			time.Sleep(2 * time.Second)
 
-			before := counters(bracketed(t, d, cg, id), "")
+			before := counters(fenced(d), "")
 			if _, ok := before["container_cpu_schedstat_run_seconds_total"+`{id="`+id+`/sub"}`]; !ok {
 				t.Fatalf("no series of %s/sub before the restart", id)
 			}
@@ -116,11 +125,10 @@ func TestStateRestart(t *testing.T) {
 			d2 := startDaemon(t, stateFlags(dir)...)
 			down := time.Since(killed)
 			// Long enough that the few milliseconds between a pass's read
-			// of a cgroup's counter and of its threads, in the passes at
-			// either end and in the restored one, stay below 0.1% on a
-			// loaded machine.
+			// of a cgroup's counter and of its threads in the restored
+			// pass stay below 0.1% on a loaded machine.
 			time.Sleep(10 * time.Second)
-			mfs2 := bracketed(t, d2, cg, id)
+			mfs2 := fenced(d2)
 			after := counters(mfs2, "")
 
 			for _, f := range fallen(before, after) {

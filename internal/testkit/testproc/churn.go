@@ -70,6 +70,36 @@ type Churner struct {
 	done  bool
 }
 
+// Pause stops the churn process with SIGSTOP, waits until it is stopped
+// and then for the short processes it had started to end: the cgroup's
+// counters then hold still. Resume goes on.
+func (c *Churner) Pause(t testing.TB) {
+	t.Helper()
+	if err := c.cmd.Process.Signal(syscall.SIGSTOP); err != nil {
+		t.Fatal(err)
+	}
+	pid := c.cmd.Process.Pid
+	deadline := time.Now().Add(10 * time.Second)
+	for _, tid := range Threads(t, pid) {
+		for State(pid, tid) != 'T' {
+			if time.Now().After(deadline) {
+				t.Fatalf("thread %d of churner %d did not stop", tid, pid)
+			}
+			time.Sleep(time.Millisecond)
+		}
+	}
+	// Its short shells run a few milliseconds; under load, give them more.
+	time.Sleep(200 * time.Millisecond)
+}
+
+// Resume resumes a paused churn.
+func (c *Churner) Resume(t testing.TB) {
+	t.Helper()
+	if err := c.cmd.Process.Signal(syscall.SIGCONT); err != nil {
+		t.Fatal(err)
+	}
+}
+
 // Stop ends the churn and reaps the process.
 func (c *Churner) Stop() {
 	if c.done {
