@@ -111,9 +111,7 @@ func TestPIDReuse(t *testing.T) {
 	time.Sleep(30 * time.Millisecond)
 	p.pass(t)
 	old.Process.Signal(syscall.SIGSTOP)
-	for testproc.State(id, int32(id)) != 'T' {
-		time.Sleep(time.Millisecond)
-	}
+	testproc.WaitStopped(t, id)
 	p.pass(t)
 	p.compare(t, "old task", last, path)
 	old.Process.Kill()
@@ -139,9 +137,7 @@ func TestPIDReuse(t *testing.T) {
 	testcg.Move(t, dir, id)
 	time.Sleep(30 * time.Millisecond)
 	young.Signal(syscall.SIGSTOP)
-	for testproc.State(id, int32(id)) != 'T' {
-		time.Sleep(time.Millisecond)
-	}
+	testproc.WaitStopped(t, id)
 	p.settle(t)
 	p.pass(t)
 	p.compare(t, "id taken again", last, path)

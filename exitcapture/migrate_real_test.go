@@ -93,7 +93,5 @@ func stop(t *testing.T, c *exec.Cmd) {
 	if err := c.Process.Signal(syscall.SIGSTOP); err != nil {
 		t.Fatal(err)
 	}
-	for testproc.State(c.Process.Pid, int32(c.Process.Pid)) != 'T' {
-		time.Sleep(time.Millisecond)
-	}
+	testproc.WaitStopped(t, c.Process.Pid)
 }

@@ -254,12 +254,19 @@ func (p *Proc) Signal(t testing.TB, sig syscall.Signal) {
 func (p *Proc) Stop(t testing.TB) {
 	t.Helper()
 	p.Signal(t, syscall.SIGSTOP)
+	WaitStopped(t, p.PID)
+}
+
+// WaitStopped waits until every thread of process pid, sent SIGSTOP, is
+// stopped and off its CPU: its counters then hold still.
+func WaitStopped(t testing.TB, pid int) {
+	t.Helper()
 	deadline := time.Now().Add(10 * time.Second)
-	tids := p.Threads(t)
+	tids := Threads(t, pid)
 	for _, tid := range tids {
-		for State(p.PID, tid) != 'T' {
+		for State(pid, tid) != 'T' {
 			if time.Now().After(deadline) {
-				t.Fatalf("thread %d of %d did not stop", tid, p.PID)
+				t.Fatalf("thread %d of %d did not stop", tid, pid)
 			}
 			time.Sleep(time.Millisecond)
 		}
@@ -267,14 +274,14 @@ func (p *Proc) Stop(t testing.TB) {
 	// A thread shows T before its last switch away, which adds its last
 	// stretch of run time: under software emulation milliseconds later.
 	// It is off its CPU once its run time holds still across ticks.
-	for prev := p.runTimes(tids); ; {
+	for prev := runTimes(pid, tids); ; {
 		time.Sleep(10 * time.Millisecond)
-		now := p.runTimes(tids)
+		now := runTimes(pid, tids)
 		if slices.Equal(prev, now) {
 			return
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("threads of %d stopped but still ran", p.PID)
+			t.Fatalf("threads of %d stopped but still ran", pid)
 		}
 		prev = now
 	}
@@ -282,10 +289,10 @@ func (p *Proc) Stop(t testing.TB) {
 
 // runTimes returns the run time field of each of tids' schedstat, "" for
 // one that cannot be read.
-func (p *Proc) runTimes(tids []int32) []string {
+func runTimes(pid int, tids []int32) []string {
 	out := make([]string, len(tids))
 	for i, tid := range tids {
-		b, _ := os.ReadFile(fmt.Sprintf("/proc/%d/task/%d/schedstat", p.PID, tid))
+		b, _ := os.ReadFile(fmt.Sprintf("/proc/%d/task/%d/schedstat", pid, tid))
 		out[i], _, _ = strings.Cut(string(b), " ")
 	}
 	return out
