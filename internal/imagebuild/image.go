@@ -65,7 +65,7 @@ func Labels(version, revision string, created time.Time) map[string]string {
 // Image returns the image of spec: an OCI manifest of one layer, the
 // binary at Binary with mode 0755, on an empty base.
 func Image(spec Spec) (v1.Image, error) {
-	if err := checkStatic(spec.Binary); err != nil {
+	if err := CheckStatic(spec.Binary); err != nil {
 		return nil, err
 	}
 	bin, err := os.ReadFile(spec.Binary)
@@ -126,9 +126,10 @@ func layerTar(bin []byte, mtime time.Time) ([]byte, error) {
 	return buf.Bytes(), nil
 }
 
-// checkStatic returns ErrNotStatic unless path is an ELF executable
-// without a program interpreter.
-func checkStatic(path string) error {
+// CheckStatic returns an error wrapping ErrNotStatic unless path is an
+// ELF executable without a program interpreter, one that runs in an image
+// or initramfs that holds nothing else.
+func CheckStatic(path string) error {
 	f, err := elf.Open(path)
 	if err != nil {
 		return fmt.Errorf("%w: %s: %v", ErrNotStatic, path, err)

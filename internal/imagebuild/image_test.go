@@ -20,7 +20,7 @@ import (
 func staticBinary(t *testing.T) string {
 	t.Helper()
 	const p = "/bin/busybox"
-	if err := checkStatic(p); err != nil {
+	if err := CheckStatic(p); err != nil {
 		t.Skipf("no static busybox: %v", err)
 	}
 	return p

@@ -5,7 +5,6 @@ import (
 	"bytes"
 	"cmp"
 	"context"
-	"debug/elf"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -17,6 +16,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/schedstatd/schedstatd/internal/imagebuild"
 )
 
 // binary is one test binary the VMs run: the tests of package pkg (a
@@ -80,7 +81,7 @@ poweroff -f
 func buildImage(t *testing.T, repo, dir string, bins []binary) string {
 	t.Helper()
 	busybox := "/bin/busybox"
-	if err := checkStatic(busybox); err != nil {
+	if err := imagebuild.CheckStatic(busybox); err != nil {
 		t.Fatalf("%v: the VMs need Debian's busybox-static (make test-kernels installs it)", err)
 	}
 	build := func(args ...string) {
@@ -139,22 +140,6 @@ func buildImage(t *testing.T, repo, dir string, bins []binary) string {
 func isDir(p string) bool {
 	st, err := os.Stat(p)
 	return err == nil && st.IsDir()
-}
-
-// checkStatic returns an error unless path is a statically linked ELF
-// executable.
-func checkStatic(path string) error {
-	f, err := elf.Open(path)
-	if err != nil {
-		return err
-	}
-	defer f.Close()
-	for _, p := range f.Progs {
-		if p.Type == elf.PT_INTERP {
-			return fmt.Errorf("%s is dynamically linked", path)
-		}
-	}
-	return nil
 }
 
 // qemuArgs are the arguments that boot kernel with initrd under software

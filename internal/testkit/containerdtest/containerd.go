@@ -2,7 +2,6 @@ package containerdtest
 
 import (
 	"context"
-	"debug/elf"
 	"fmt"
 	"os"
 	"os/exec"
@@ -13,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/schedstatd/schedstatd/internal/imagebuild"
 	"github.com/schedstatd/schedstatd/internal/testkit/e2e"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/backoff"
@@ -76,7 +76,7 @@ func Start(t testing.TB, extra ...Image) *Containerd {
 			e2e.Unavailable(t, fmt.Sprintf("no %s (Debian package %s): %v", tool.Path, tool.Package, err))
 		}
 	}
-	if err := checkStatic(Busybox); err != nil {
+	if err := imagebuild.CheckStatic(Busybox); err != nil {
 		e2e.Unavailable(t, fmt.Sprintf("%v: the images need the static one of Debian package busybox-static", err))
 	}
 	// A unix socket path has at most 107 bytes; t.TempDir's can be longer.
@@ -129,22 +129,6 @@ func Start(t testing.TB, extra ...Image) *Containerd {
 		})
 	}
 	return c
-}
-
-// checkStatic fails unless path is a statically linked ELF executable,
-// one that runs in an image that holds nothing else.
-func checkStatic(path string) error {
-	f, err := elf.Open(path)
-	if err != nil {
-		return err
-	}
-	defer f.Close()
-	for _, p := range f.Progs {
-		if p.Type == elf.PT_INTERP {
-			return fmt.Errorf("%s is dynamically linked", path)
-		}
-	}
-	return nil
 }
 
 // config returns containerd's config: everything under c.Dir, the CRI's

@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/schedstatd/schedstatd/internal/imagebuild"
 	"github.com/schedstatd/schedstatd/internal/testkit/e2e"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 )
@@ -133,10 +134,10 @@ func TestCheckStatic(t *testing.T) {
 	if _, err := os.Stat(Busybox); err != nil {
 		e2e.Unavailable(t, "no "+Busybox+" (Debian package busybox-static)")
 	}
-	if err := checkStatic(Busybox); err != nil {
+	if err := imagebuild.CheckStatic(Busybox); err != nil {
 		t.Errorf("%s: %v", Busybox, err)
 	}
-	if err := checkStatic("/bin/sh"); err == nil {
+	if err := imagebuild.CheckStatic("/bin/sh"); err == nil {
 		t.Errorf("/bin/sh (dash) passes as static")
 	}
 }
