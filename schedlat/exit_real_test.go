@@ -1,10 +1,8 @@
 package schedlat
 
 import (
-	"bufio"
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -38,26 +36,7 @@ func TestExitFlushReal(t *testing.T) {
 				}
 			}
 			const naps = 1000
-			cmd := exec.Command(os.Args[0], "-test.run=^$")
-			cmd.Env = append(os.Environ(), envExit+"="+strconv.Itoa(naps))
-			cmd.Stderr = os.Stderr
-			in, err := cmd.StdinPipe()
-			if err != nil {
-				t.Fatal(err)
-			}
-			outPipe, err := cmd.StdoutPipe()
-			if err != nil {
-				t.Fatal(err)
-			}
-			if err := cmd.Start(); err != nil {
-				t.Fatal(err)
-			}
-			t.Cleanup(func() {
-				in.Close()
-				cmd.Process.Kill()
-				cmd.Wait()
-			})
-			out := bufio.NewReader(outPipe)
+			cmd, in, out := startHelper(t, envExit, strconv.Itoa(naps))
 			field := func(name string) []string {
 				line, err := out.ReadString('\n')
 				f := strings.Fields(line)

@@ -102,12 +102,13 @@ func latencyHelper() {
 	}
 }
 
-// startLatency starts the latency helper with bursts of burst, killed
-// when t ends, and returns its process and its worker's tid.
-func startLatency(t testing.TB, burst time.Duration) (*exec.Cmd, int) {
+// startHelper starts this test binary as the helper that env=value makes
+// it, killed when t ends, and returns the process, its stdin and its
+// stdout, read by lines.
+func startHelper(t testing.TB, env, value string) (*exec.Cmd, io.WriteCloser, *bufio.Reader) {
 	t.Helper()
 	cmd := exec.Command(os.Args[0], "-test.run=^$")
-	cmd.Env = append(os.Environ(), envLatency+"="+burst.String())
+	cmd.Env = append(os.Environ(), env+"="+value)
 	cmd.Stderr = os.Stderr
 	in, err := cmd.StdinPipe()
 	if err != nil {
@@ -125,7 +126,15 @@ func startLatency(t testing.TB, burst time.Duration) (*exec.Cmd, int) {
 		cmd.Process.Kill()
 		cmd.Wait()
 	})
-	line, err := bufio.NewReader(out).ReadString('\n')
+	return cmd, in, bufio.NewReader(out)
+}
+
+// startLatency starts the latency helper with bursts of burst, killed
+// when t ends, and returns its process and its worker's tid.
+func startLatency(t testing.TB, burst time.Duration) (*exec.Cmd, int) {
+	t.Helper()
+	cmd, _, out := startHelper(t, envLatency, burst.String())
+	line, err := out.ReadString('\n')
 	if err != nil {
 		t.Fatalf("latency helper: %v", err)
 	}
