@@ -1,10 +1,8 @@
 package aggregate
 
 import (
-	"os"
 	"path/filepath"
 	"testing"
-	"time"
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/google/go-cmp/cmp/cmpopts"
@@ -13,6 +11,7 @@ import (
 	"github.com/schedstatd/schedstatd/exitcapture"
 	"github.com/schedstatd/schedstatd/internal/testkit/e2e"
 	"github.com/schedstatd/schedstatd/internal/testkit/testcg"
+	"github.com/schedstatd/schedstatd/internal/testkit/testproc"
 	"github.com/schedstatd/schedstatd/procsource"
 )
 
@@ -74,12 +73,16 @@ func (p *pair) passErr() error {
 
 // settle waits until every task that exited has been freed and its
 // record read: both sources take a task's last stretch at
-// sched_process_free, an RCU callback.
+// sched_process_free, an RCU callback, the same call for both, so once
+// the reference has every record, the kernel totals have every credit.
 func (p *pair) settle(t testing.TB) {
 	t.Helper()
-	time.Sleep(10 * time.Millisecond) // a reaped task may not have switched away yet
-	rcuBarrier(t)
-	time.Sleep(3 * exitcapture.DefaultPollInterval)
+	testproc.AwaitFrees(t, func(freed func(int32)) {
+		p.exits.Drain(func(x container.Exit) {
+			freed(x.TID)
+			p.ref.Exit(x)
+		})
+	})
 }
 
 // compare fails unless both tables show the same for every path, and
@@ -114,15 +117,4 @@ func rel(t testing.TB, h *cgroupfs.Hierarchy, dir string) string {
 		t.Fatal(err)
 	}
 	return "/" + r
-}
-
-// rcuBarrier waits until every RCU callback queued so far has run, through
-// the kernel's rcutree.do_rcu_barrier knob (Linux 6.3 and later); on older
-// kernels it waits 12 s, beyond the 10 s a lazy callback may be held.
-func rcuBarrier(t testing.TB) {
-	t.Helper()
-	if err := os.WriteFile("/sys/module/rcutree/parameters/do_rcu_barrier", []byte("1"), 0); err != nil {
-		t.Logf("no rcu_barrier (%v): waiting 12s for the kernel's RCU callbacks", err)
-		time.Sleep(12 * time.Second)
-	}
 }

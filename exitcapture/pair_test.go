@@ -1,14 +1,13 @@
 package exitcapture
 
 import (
-	"os"
-	"os/exec"
 	"testing"
 	"time"
 
 	"github.com/schedstatd/schedstatd/cgroupfs"
 	"github.com/schedstatd/schedstatd/container"
 	"github.com/schedstatd/schedstatd/internal/testkit/testcg"
+	"github.com/schedstatd/schedstatd/internal/testkit/testproc"
 	"github.com/schedstatd/schedstatd/procsource"
 )
 
@@ -75,31 +74,15 @@ func (p *pair) settle(t testing.TB) {
 
 // feedUntilMarker hands fn every record of tasks that exited before it was
 // called. Other tasks on the node may exit all the while, so it waits for
-// a marker instead of for silence: it runs a process, and once that
-// process's record is read, every record reserved before it in the ring
-// has been read too.
+// markers instead of for silence (testproc.AwaitFrees).
 func feedUntilMarker(t testing.TB, src *Source, fn func(container.Exit)) {
 	t.Helper()
-	time.Sleep(10 * time.Millisecond) // a reaped task may not have switched away yet
-	// At sched_process_free a task's record is written by an RCU callback,
-	// and callbacks of different CPUs (or lazy ones, held up to 10 s) come
-	// in no order: wait for every callback queued so far to have run.
-	rcuBarrier(t)
-	marker := exec.Command("/bin/true")
-	if err := marker.Run(); err != nil {
-		t.Fatal(err)
-	}
-	pid := int32(marker.Process.Pid)
-	found := false
-	for deadline := time.Now().Add(5 * time.Second); !found; time.Sleep(2 * time.Millisecond) {
-		if time.Now().After(deadline) {
-			t.Fatalf("no exit record of marker process %d after 5s", pid)
-		}
+	testproc.AwaitFrees(t, func(freed func(int32)) {
 		src.Drain(func(x container.Exit) {
-			found = found || x.TID == pid
+			freed(x.TID)
 			fn(x)
 		})
-	}
+	})
 }
 
 // run returns the run seconds of the cgroup at rel in tb's last pass.
@@ -110,15 +93,4 @@ func run(t testing.TB, tb *container.Table, rel string) uint64 {
 		t.Fatalf("cgroup %s not in the snapshot", rel)
 	}
 	return cg.Stat.RunNanoseconds
-}
-
-// rcuBarrier waits until every RCU callback queued so far has run, through
-// the kernel's rcutree.do_rcu_barrier knob (Linux 6.3 and later); on older
-// kernels it waits 12 s, beyond the 10 s a lazy callback may be held.
-func rcuBarrier(t testing.TB) {
-	t.Helper()
-	if err := os.WriteFile("/sys/module/rcutree/parameters/do_rcu_barrier", []byte("1"), 0); err != nil {
-		t.Logf("no rcu_barrier (%v): waiting 12s for the kernel's RCU callbacks", err)
-		time.Sleep(12 * time.Second)
-	}
 }

@@ -70,7 +70,7 @@ func startWorkload(t *testing.T, same bool) *workload {
 	// CPUs, since 6.1 even past its slice): bursts of 4 ms run through
 	// it, those of 1 ms seldom do.
 	burst := time.Millisecond
-	if before66(t) {
+	if !testproc.KernelAtLeast(t, 6, 6) {
 		burst = 4 * time.Millisecond
 	}
 	cmd, tid := startLatency(t, burst)
@@ -132,7 +132,7 @@ func boost(t *testing.T, tid int, threads []int32) {
 		}
 	}
 	attr := &unix.SchedAttr{Policy: unix.SCHED_NORMAL, Runtime: 100_000}
-	if before66(t) {
+	if !testproc.KernelAtLeast(t, 6, 6) {
 		// CFS (before 6.6) has no slice of a task's own but preempts
 		// at a tick a task that ran past its share of the period: a
 		// low weight makes that share short.
@@ -141,18 +141,6 @@ func boost(t *testing.T, tid int, threads []int32) {
 	if err := unix.SchedSetAttr(tid, attr, 0); err != nil {
 		t.Logf("no short slice for the latency thread: %v", err)
 	}
-}
-
-// before66 reports whether the kernel is older than Linux 6.6, whose
-// EEVDF scheduler replaced CFS.
-func before66(t *testing.T) bool {
-	var u unix.Utsname
-	if err := unix.Uname(&u); err != nil {
-		t.Fatal(err)
-	}
-	var major, minor int
-	fmt.Sscanf(unix.ByteSliceToString(u.Release[:]), "%d.%d", &major, &minor)
-	return major < 6 || major == 6 && minor < 6
 }
 
 // moveThread moves one thread into the cgroup at dir: its v1 tasks file
