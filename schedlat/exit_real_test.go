@@ -94,8 +94,10 @@ func TestExitFlushReal(t *testing.T) {
 				t.Fatalf("the thread ran %d timeslices in %d sleeps", slices, naps)
 			}
 			// Besides: the timeslice it printed its start line in, and
-			// those of its way out (the end line, the exit).
-			if c.Waits < slices || c.Waits > slices+20 {
+			// those of its way out (the end line, the exit), which an
+			// emulated kernel beside two others preempts often (26 in
+			// a 6.1 VM); a buffer flushed twice would double the count.
+			if c.Waits < slices || c.Waits > slices+slices/10 {
 				t.Errorf("histogram counts %d waits, the thread ran %d timeslices between its lines", c.Waits, slices)
 			}
 			if c.WaitNanoseconds < wait {
