@@ -158,12 +158,13 @@ func (e *Exporter) collectLatency(ch chan<- prometheus.Metric, s *container.Snap
 	if lat == nil {
 		return
 	}
+	since := e.schedlat.Since()
 	for i := range s.Cgroups {
 		if !ls[i].selected {
 			continue
 		}
 		if l, ok := lat[s.Cgroups[i].Path]; ok {
-			collectSchedLatency(ch, e.schedlat.Counter(), &l, ls[i].values)
+			collectSchedLatency(ch, e.schedlat.Counter(), since, &l, ls[i].values)
 		}
 	}
 }

@@ -25,10 +25,11 @@ var (
 // preemption counts of r's source, when it has one.
 func WithSchedLatency(r *schedlat.Rollup) Option { return func(e *Exporter) { e.schedlat = r } }
 
-// collectSchedLatency sends one cgroup's histogram and preemption counts.
-func collectSchedLatency(ch chan<- prometheus.Metric, src schedlat.Counter, c *schedlat.Counts, lv []string) {
+// collectSchedLatency sends one cgroup's histogram and preemption counts,
+// counted since since.
+func collectSchedLatency(ch chan<- prometheus.Metric, src schedlat.Counter, since time.Time, c *schedlat.Counts, lv []string) {
 	if src.Latency() {
-		ch <- latencyHistogram(c, src.Since(), lv)
+		ch <- latencyHistogram(c, since, lv)
 	}
 	if src.Preemption() {
 		for _, p := range []struct {

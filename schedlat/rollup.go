@@ -50,6 +50,22 @@ type Rollup struct {
 	// unattributed counts the cgroup ids given up on, their counts
 	// credited to the root.
 	unattributed uint64
+	// last is the totals of the last round that read the counts, served
+	// again to every caller of the same pass and kept in the state file.
+	last map[string]Counts
+	// base holds what an earlier daemon served, by path (Restore): added
+	// to the path's totals, the series go on from where they stood.
+	// baseSeen is the last round each path of base existed in.
+	base     map[string]Counts
+	baseSeen map[string]uint64
+	since    time.Time // of the earliest daemon whose counts base holds
+}
+
+// Kept is what a Rollup served, in the state file: the totals of every
+// cgroup by path, descendants included, and since when they count.
+type Kept struct {
+	Since  time.Time
+	Totals map[string]Counts
 }
 
 type goneCgroup struct {
@@ -95,7 +111,10 @@ func (r *Rollup) Counter() Counter {
 }
 
 // Totals reads the program's counts and returns, for every cgroup of the
-// snapshot s that has any, its counts with its descendants', by path.
+// snapshot s that has any, its counts with its descendants', by path, on
+// from what Restore gave. Every call for the pass of the last read, or an
+// earlier one, gets the totals of that read again: what the state file
+// holds (Keep) is what is served. The map is shared: do not modify it.
 func (r *Rollup) Totals(s *container.Snapshot) (map[string]Counts, error) {
 	if r == nil || r.counts == nil {
 		return nil, nil
@@ -104,12 +123,18 @@ func (r *Rollup) Totals(s *container.Snapshot) (map[string]Counts, error) {
 	// would find counts already moved.
 	r.mu.Lock()
 	defer r.mu.Unlock()
+	// Rounds are passes: scrapes that share a pass do not age anything,
+	// nor read again. A caller of an older pass than the last read's
+	// gets that read's totals too: they are what the state file may
+	// hold, and a new read would serve more.
+	newRound := r.round == 0 || s.Counters.Passes > r.lastPass
+	if !newRound && r.last != nil {
+		return r.last, nil
+	}
 	counts, err := r.counts.Read()
 	if err != nil {
 		return nil, err
 	}
-	// Rounds are passes: scrapes that share a pass do not age anything.
-	newRound := r.round == 0 || s.Counters.Passes != r.lastPass
 	if newRound {
 		r.round++
 		r.lastPass = s.Counters.Passes
@@ -201,10 +226,84 @@ func (r *Rollup) Totals(s *container.Snapshot) (map[string]Counts, error) {
 			}
 		}
 	}
+	r.addBase(totals, exists)
+	r.last = totals
 	// Deleting after the counts moved: a switch in between is lost, and
 	// none comes once a cgroup is gone but a zombie's last.
 	r.counts.Forget(forget)
 	return totals, nil
+}
+
+// addBase adds what an earlier daemon served to the totals of each path
+// that exists. A path gone for goneRounds rounds loses its base, as
+// retired counts move on: its ancestors' bases hold it already.
+func (r *Rollup) addBase(totals map[string]Counts, exists map[string]bool) {
+	for p, b := range r.base {
+		if !exists[p] {
+			if r.round-r.baseSeen[p] > goneRounds {
+				delete(r.base, p)
+				delete(r.baseSeen, p)
+			}
+			continue
+		}
+		r.baseSeen[p] = r.round
+		t := totals[p]
+		t.Add(&b)
+		totals[p] = t
+	}
+}
+
+// Keep returns what r serves for the pass of s, for the state file: the
+// totals of the last read if it was of this pass, else of a new one. A
+// failed read keeps the last read's totals, all that was ever served.
+// ok is false if there is nothing to keep: no program, or no read yet.
+func (r *Rollup) Keep(s *container.Snapshot) (k Kept, ok bool) {
+	if r == nil || r.counts == nil {
+		return Kept{}, false
+	}
+	_, _ = r.Totals(s) // a failed read keeps the last read's totals
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.last == nil {
+		return Kept{}, false
+	}
+	return Kept{Since: r.sinceLocked(), Totals: r.last}, true
+}
+
+// Restore makes r's totals go on from k, what an earlier daemon kept:
+// each path's totals from then on add k's, and Since is k's. Call it
+// before the first Totals.
+func (r *Rollup) Restore(k Kept) {
+	if r == nil {
+		return
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.base = make(map[string]Counts, len(k.Totals))
+	r.baseSeen = make(map[string]uint64, len(k.Totals))
+	for p, c := range k.Totals {
+		r.base[p] = c
+		r.baseSeen[p] = r.round
+	}
+	r.since = k.Since
+}
+
+// Since returns since when the totals count: when the program loaded, or
+// when the earliest daemon whose totals Restore gave started.
+func (r *Rollup) Since() time.Time {
+	if r == nil || r.counts == nil {
+		return time.Time{}
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.sinceLocked()
+}
+
+func (r *Rollup) sinceLocked() time.Time {
+	if !r.since.IsZero() {
+		return r.since
+	}
+	return r.counts.Since()
 }
 
 // Unattributed returns the number of cgroup ids whose counts were given

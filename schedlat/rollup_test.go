@@ -109,3 +109,77 @@ func TestRollup(t *testing.T) {
 		t.Errorf("unattributed %d, want 1", r.Unattributed())
 	}
 }
+
+// TestRollupServesOneReadAPass: every caller of a pass, or of an earlier
+// one, gets the totals of the pass's read, however much was counted
+// since; a later pass reads again. What the state file keeps of a pass is
+// then what its scrapes serve.
+func TestRollupServesOneReadAPass(t *testing.T) {
+	f := &fakeCounts{m: map[uint64]Counts{1: waits(1)}}
+	r := NewRollup(f)
+	older, s := snap(cg("/", 1)), snap(cg("/", 1))
+	waitsAt := func(s *container.Snapshot) uint64 {
+		t.Helper()
+		tot, err := r.Totals(s)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return tot["/"].Waits
+	}
+	if got := waitsAt(s); got != 1 {
+		t.Fatalf("first read: %d waits, want 1", got)
+	}
+	f.m[1] = waits(5)
+	if k, ok := r.Keep(s); !ok || k.Totals["/"].Waits != 1 {
+		t.Errorf("kept %+v (%v) of the read pass, want its 1 wait", k, ok)
+	}
+	if a, b := waitsAt(s), waitsAt(older); a != 1 || b != 1 {
+		t.Errorf("the read pass again: %d waits, an earlier one %d; want the read's 1", a, b)
+	}
+	if got := waitsAt(snap(cg("/", 1))); got != 5 {
+		t.Errorf("the next pass: %d waits, want 5", got)
+	}
+}
+
+// TestRollupRestore: totals go on from what an earlier daemon kept, path
+// by path, since its start; a kept path gone from the tree goes on if it
+// is made again within goneRounds passes and starts afresh after.
+func TestRollupRestore(t *testing.T) {
+	f := &fakeCounts{m: map[uint64]Counts{1: waits(1), 10: waits(10)}}
+	r := NewRollup(f)
+	since := time.Unix(1764570000, 0)
+	r.Restore(Kept{Since: since, Totals: map[string]Counts{"/": waits(500), "/a": waits(300), "/gone": waits(200)}})
+	if !r.Since().Equal(since) {
+		t.Errorf("since %v, want the kept %v", r.Since(), since)
+	}
+	check := func(s *container.Snapshot, want map[string]uint64) {
+		t.Helper()
+		tot, err := r.Totals(s)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got := map[string]uint64{}
+		for p, c := range tot {
+			got[p] = c.Waits
+			if c.WaitNanoseconds != 1000*c.Waits || c.Other != c.Waits {
+				t.Errorf("%s: counts %+v do not add up", p, c)
+			}
+		}
+		if diff := cmp.Diff(want, got); diff != "" {
+			t.Errorf("totals (-want +got):\n%s", diff)
+		}
+	}
+	tree := func(more ...container.CgroupStats) *container.Snapshot {
+		return snap(append([]container.CgroupStats{cg("/", 1), cg("/a", 10)}, more...)...)
+	}
+	check(tree(), map[string]uint64{"/": 511, "/a": 310})
+	f.m[30] = waits(1)
+	check(tree(cg("/gone", 30)), map[string]uint64{"/": 512, "/a": 310, "/gone": 201})
+	// Removed again, for longer than a path is remembered: its counts
+	// stay in the root, and a cgroup made under its name starts afresh.
+	for range goneRounds + 2 {
+		check(tree(), map[string]uint64{"/": 512, "/a": 310})
+	}
+	f.m[31] = waits(1)
+	check(tree(cg("/gone", 31)), map[string]uint64{"/": 513, "/a": 310, "/gone": 1})
+}

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/schedstatd/schedstatd/container"
+	"github.com/schedstatd/schedstatd/schedlat"
 	"github.com/schedstatd/schedstatd/schedstat"
 )
 
@@ -16,6 +17,7 @@ const (
 	minTask      = 6
 	minTombstone = 7
 	minCredited  = 4 // id, 3 stats
+	minLatency   = 9 // path length, waits, wait, buckets set, 5 preemption counts
 )
 
 // Decode parses a state file whole. A file that is not a state file, is of
@@ -234,7 +236,54 @@ func (d *decoder) file() *File {
 	if r := d.tasks("retired tasks", len(t.Cgroups)); len(r) > 0 {
 		t.Retired = r
 	}
+	if d.version >= 3 && d.err == nil {
+		f.Latency = d.latency()
+	}
 	return f
+}
+
+// latency reads what appendLatency wrote. Another number of buckets is
+// another histogram layout, which would take a new format version.
+func (d *decoder) latency() schedlat.Kept {
+	n := d.count("latency totals", minLatency)
+	if n == 0 {
+		return schedlat.Kept{}
+	}
+	k := schedlat.Kept{Totals: make(map[string]schedlat.Counts, n)}
+	if since := d.varint(); since != 0 {
+		k.Since = time.Unix(0, since)
+	}
+	if nb := d.uvarint(); nb != schedlat.Buckets && d.err == nil {
+		d.fail("latency histograms of %d buckets, this daemon has %d", nb, schedlat.Buckets)
+	}
+	for range n {
+		p := d.string()
+		var c schedlat.Counts
+		c.Waits, c.WaitNanoseconds = d.uvarint(), d.uvarint()
+		nz := d.uvarint()
+		if nz > schedlat.Buckets {
+			d.fail("%s: %d latency buckets set of %d", p, nz, schedlat.Buckets)
+		}
+		for range nz {
+			i := d.uvarint()
+			if i >= schedlat.Buckets {
+				d.fail("%s: latency bucket %d of %d", p, i, schedlat.Buckets)
+				break
+			}
+			c.Buckets[i] = d.uvarint()
+		}
+		for _, v := range []*uint64{&c.Same, &c.Other, &c.Kernel, &c.Idle, &c.Caused} {
+			*v = d.uvarint()
+		}
+		if _, dup := k.Totals[p]; dup && d.err == nil {
+			d.fail("latency totals of %s twice", p)
+		}
+		if d.err != nil {
+			return schedlat.Kept{}
+		}
+		k.Totals[p] = c
+	}
+	return k
 }
 
 // tasks reads the tasks appendTasks wrote, in cgroups of n.

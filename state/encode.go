@@ -3,10 +3,13 @@ package state
 import (
 	"encoding/binary"
 	"hash/crc32"
+	"maps"
+	"slices"
 	"strings"
 	"time"
 
 	"github.com/schedstatd/schedstatd/container"
+	"github.com/schedstatd/schedstatd/schedlat"
 	"github.com/schedstatd/schedstatd/schedstat"
 )
 
@@ -17,6 +20,9 @@ type File struct {
 	Written time.Time
 	// Table is the task table's state.
 	Table container.State
+	// Latency is what the runqueue latency histograms and preemption
+	// counts served (from version 3); no Totals if they are off.
+	Latency schedlat.Kept
 }
 
 var castagnoli = crc32.MakeTable(crc32.Castagnoli)
@@ -81,6 +87,7 @@ func Append(b []byte, f *File) []byte {
 		b = appendStat(b, c.Stat)
 	}
 	b = appendTasks(b, t.Retired)
+	b = appendLatency(b, &f.Latency)
 	binary.LittleEndian.PutUint32(b[start+12:], uint32(len(b)-body))
 	return binary.LittleEndian.AppendUint32(b, crc32.Checksum(b[start:], castagnoli))
 }
@@ -110,6 +117,46 @@ func childName(parent, path string) (string, bool) {
 		return "", false
 	}
 	return name, true
+}
+
+// appendLatency appends the number of cgroups with latency totals and, if
+// any, since when they count, the number of histogram buckets, and each
+// cgroup's path and counts, its buckets sparse (how many are not zero,
+// then each one's index and count).
+func appendLatency(b []byte, k *schedlat.Kept) []byte {
+	b = binary.AppendUvarint(b, uint64(len(k.Totals)))
+	if len(k.Totals) == 0 {
+		return b
+	}
+	var since int64 // 0: not known
+	if !k.Since.IsZero() {
+		since = k.Since.UnixNano()
+	}
+	b = binary.AppendVarint(b, since)
+	b = binary.AppendUvarint(b, schedlat.Buckets)
+	for _, p := range slices.Sorted(maps.Keys(k.Totals)) {
+		c := k.Totals[p]
+		b = appendString(b, p)
+		b = binary.AppendUvarint(b, c.Waits)
+		b = binary.AppendUvarint(b, c.WaitNanoseconds)
+		nz := 0
+		for _, n := range c.Buckets {
+			if n != 0 {
+				nz++
+			}
+		}
+		b = binary.AppendUvarint(b, uint64(nz))
+		for i, n := range c.Buckets {
+			if n != 0 {
+				b = binary.AppendUvarint(b, uint64(i))
+				b = binary.AppendUvarint(b, n)
+			}
+		}
+		for _, n := range []uint64{c.Same, c.Other, c.Kernel, c.Idle, c.Caused} {
+			b = binary.AppendUvarint(b, n)
+		}
+	}
+	return b
 }
 
 // appendKernel appends a mask of the counters ever read, a mask of those

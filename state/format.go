@@ -16,7 +16,9 @@ import (
 // credited from its source (the store's identity, then each cgroup id
 // with its credited totals) and the retired tasks, as the tasks; a
 // version 1 file has neither, as if the totals ended with their source
-// and no exit record were owed. A varint encoding keeps a 10,000-thread node's file near
+// and no exit record were owed. From version 3 the body ends with the
+// runqueue latency and preemption totals served, by cgroup path; an
+// earlier file has none, as if they started with the daemon. A varint encoding keeps a 10,000-thread node's file near
 // 200 KiB, written in well under a millisecond; JSON would be several
 // times larger and slower to write and to check.
 const (
@@ -25,7 +27,7 @@ const (
 	// Version is the format this package writes; it reads this one and
 	// every earlier one, and refuses a file of a later version with
 	// ErrNewer.
-	Version = 2
+	Version = 3
 
 	headerSize = 16
 	crcSize    = 4

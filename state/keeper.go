@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/schedstatd/schedstatd/container"
+	"github.com/schedstatd/schedstatd/schedlat"
 )
 
 // Config says where and how often a Keeper writes.
@@ -21,7 +22,10 @@ type Config struct {
 	Interval time.Duration
 	// Origin is this daemon's boot and hierarchy.
 	Origin Origin
-	Logger *slog.Logger
+	// Latency, if set, is the rollup of the runqueue latency histograms
+	// and preemption counts, kept beside the table.
+	Latency *schedlat.Rollup
+	Logger  *slog.Logger
 }
 
 // Results are the outcomes of a Keeper's Restore, as the values of the
@@ -112,9 +116,13 @@ func (k *Keeper) Restore(t *container.Table) {
 		log.Warn("state file not loaded: starting from zero", "reason", "rejected", "err", err)
 		return
 	}
+	if len(f.Latency.Totals) > 0 {
+		k.cfg.Latency.Restore(f.Latency)
+	}
 	k.setResult("restored")
 	log.Info("state restored", "written", f.Written.UTC().Format(time.RFC3339Nano), "age", time.Since(f.Written).Round(time.Millisecond),
-		"cgroups", len(f.Table.Cgroups), "tasks", len(f.Table.Tasks), "tombstones", len(f.Table.Tombstones))
+		"cgroups", len(f.Table.Cgroups), "tasks", len(f.Table.Tasks), "tombstones", len(f.Table.Tombstones),
+		"latency_cgroups", len(f.Latency.Totals))
 }
 
 func (k *Keeper) refuse(log *slog.Logger, result string, err error, msg string) {
@@ -185,6 +193,11 @@ func (k *Keeper) write(t *container.Table) {
 		return // no pass yet, nothing restored: nothing to keep
 	}
 	f := File{Origin: k.cfg.Origin, Written: start, Table: k.st}
+	if k.cfg.Latency.Counter() != nil {
+		// What the latency series serve of this pass is what they read
+		// now: the rollup serves it again to the pass's scrapes.
+		f.Latency, _ = k.cfg.Latency.Keep(t.Snapshot())
+	}
 	k.buf = Append(k.buf[:0], &f)
 	err := WriteFile(k.cfg.Path, k.buf)
 	took, size := time.Since(start), len(k.buf)

@@ -3,15 +3,18 @@ package state_test
 import (
 	"bytes"
 	"log/slog"
+	"maps"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/google/go-cmp/cmp"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/schedstatd/schedstatd/container"
 	"github.com/schedstatd/schedstatd/internal/testkit/synth"
+	"github.com/schedstatd/schedstatd/schedlat"
 	"github.com/schedstatd/schedstatd/state"
 )
 
@@ -242,5 +245,79 @@ func TestKeeperRestoresVersion1(t *testing.T) {
 	}
 	if v := b[8]; v != state.Version || len(f.Table.Cgroups) != len(sample().Table.Cgroups) || f.Table.Totals.Store != 0 {
 		t.Errorf("rewritten as version %d with %d cgroups, totals %+v", v, len(f.Table.Cgroups), f.Table.Totals)
+	}
+}
+
+// counts is a latency program's map: counts by cgroup id, counting since
+// loaded.
+type counts struct {
+	m      map[uint64]schedlat.Counts
+	loaded time.Time
+}
+
+func (c *counts) Read() (map[uint64]schedlat.Counts, error) { return maps.Clone(c.m), nil }
+func (c *counts) Forget(ids []uint64)                       {}
+func (c *counts) Latency() bool                             { return true }
+func (c *counts) Preemption() bool                          { return true }
+func (c *counts) Since() time.Time                          { return c.loaded }
+
+// TestKeeperKeepsLatency: the latency totals a pass's scrapes serve are
+// in the file written for it, and a restarted daemon's go on from them,
+// since the first daemon's start, however little its new program has
+// counted.
+func TestKeeperKeepsLatency(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "state")
+	n := newNode()
+	waits := func(n uint64) schedlat.Counts {
+		c := schedlat.Counts{Waits: n, WaitNanoseconds: 1000 * n, Other: n}
+		c.Buckets[3] = n
+		return c
+	}
+	start := func(c *counts) (*state.Keeper, *container.Table, *schedlat.Rollup) {
+		r := schedlat.NewRollup(c)
+		k := state.NewKeeper(state.Config{Path: path, Interval: time.Hour, Origin: origin, Latency: r})
+		t.Cleanup(func() { k.Close() })
+		tb := n.table(t)
+		k.Restore(tb)
+		if err := tb.Pass(); err != nil {
+			t.Fatal(err)
+		}
+		return k, tb, r
+	}
+	served := func(r *schedlat.Rollup, tb *container.Table) map[string]uint64 {
+		t.Helper()
+		tot, err := r.Totals(tb.Snapshot())
+		if err != nil {
+			t.Fatal(err)
+		}
+		got := map[string]uint64{}
+		for p, c := range tot {
+			got[p] = c.Waits
+			if c.Buckets[3] != c.Waits || c.Other != c.Waits || c.WaitNanoseconds != 1000*c.Waits {
+				t.Errorf("%s: counts %+v do not add up", p, c)
+			}
+		}
+		return got
+	}
+
+	first := &counts{m: map[uint64]schedlat.Counts{}, loaded: time.Unix(1764570000, 0)}
+	k, tb, r := start(first)
+	a, _ := tb.Snapshot().Lookup("/a")
+	first.m[a.ID] = waits(5)
+	k.AfterPass(tb, true)
+	// Counted after the write: the pass's scrapes do not serve it.
+	first.m[a.ID] = waits(8)
+	if diff := cmp.Diff(map[string]uint64{"/": 5, "/a": 5}, served(r, tb)); diff != "" {
+		t.Errorf("served of the written pass (-want +got):\n%s", diff)
+	}
+	k.Close()
+
+	second := &counts{m: map[uint64]schedlat.Counts{a.ID: waits(2)}, loaded: time.Now()}
+	_, tb2, r2 := start(second)
+	if diff := cmp.Diff(map[string]uint64{"/": 7, "/a": 7}, served(r2, tb2)); diff != "" {
+		t.Errorf("served after the restart (-want +got):\n%s", diff)
+	}
+	if !r2.Since().Equal(first.loaded) {
+		t.Errorf("since %v after the restart, want the first daemon's %v", r2.Since(), first.loaded)
 	}
 }

@@ -1,6 +1,7 @@
 package state_test
 
 import (
+	"bytes"
 	"encoding/binary"
 	"errors"
 	"hash/crc32"
@@ -11,6 +12,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/schedstatd/schedstatd/container"
+	"github.com/schedstatd/schedstatd/schedlat"
 	"github.com/schedstatd/schedstatd/schedstat"
 	"github.com/schedstatd/schedstatd/state"
 )
@@ -62,7 +64,22 @@ func sample() *state.File {
 				{ID: 0, Stat: stat(1, 1, 1)}, {ID: 4026, Stat: stat(5, 6, 7)}, {ID: 9999, Stat: stat(1<<62, 3, 4)},
 			}},
 		},
+		Latency: schedlat.Kept{Since: time.Unix(1764570000, 5), Totals: map[string]schedlat.Counts{
+			"/":              latency(40, 2, 1),
+			"/kubepods":      latency(30, 1, 1),
+			"/kubepods/gone": latency(10, 1, 0), // removed: its path stays a while
+			"/kubepods/pod1": {},
+		}},
 	}
+}
+
+// latency returns counts of waits in the first and last buckets, with
+// same and caused preemptions.
+func latency(waits, same, caused uint64) schedlat.Counts {
+	c := schedlat.Counts{Waits: waits, WaitNanoseconds: 1 << 40 * waits, Same: same, Other: 1, Caused: caused}
+	c.Buckets[0] = waits - waits/4
+	c.Buckets[schedlat.Buckets-1] = waits / 4
+	return c
 }
 
 // TestDecodeVersion1: a file of the previous format, written by it
@@ -81,7 +98,29 @@ func TestDecodeVersion1(t *testing.T) {
 		t.Fatal(err)
 	}
 	want := sample()
-	want.Table.Totals, want.Table.Retired = container.TotalsState{}, nil
+	want.Table.Totals, want.Table.Retired, want.Latency = container.TotalsState{}, nil, schedlat.Kept{}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("decoded (-want +got):\n%s", diff)
+	}
+}
+
+// TestDecodeVersion2: a file of format 2, written by it
+// (testdata/v2.state, the sample without latency totals), loads whole,
+// with no latency totals: those series start with the daemon.
+func TestDecodeVersion2(t *testing.T) {
+	b, err := os.ReadFile("testdata/v2.state")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if v := binary.LittleEndian.Uint16(b[8:]); v != 2 {
+		t.Fatalf("testdata/v2.state is of version %d", v)
+	}
+	got, err := state.Decode(b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := sample()
+	want.Latency = schedlat.Kept{}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("decoded (-want +got):\n%s", diff)
 	}
@@ -133,11 +172,11 @@ func badFiles() map[string]struct {
 		"not a state file": {[]byte(`{"cgroups": []}`), state.ErrNotState},
 		"zeros":            {make([]byte, 4096), state.ErrNotState},
 		"huge count": {func() []byte {
-			// The count of retired tasks, the body's last entry and
+			// The count of latency totals, the body's last entry and
 			// one byte wide here, claims more entries than the body
 			// could hold.
 			f := sample()
-			f.Table.Retired = nil
+			f.Latency = schedlat.Kept{}
 			b := state.Append(nil, f)
 			b[len(b)-5] = 0x7f
 			return reseal(b)
@@ -153,6 +192,33 @@ func badFiles() map[string]struct {
 			f := sample()
 			f.Table.Totals.Credited[1].ID = f.Table.Totals.Credited[0].ID
 			return state.Append(nil, f)
+		}(), state.ErrCorrupt},
+		"latency of another layout": {func() []byte {
+			// One bucket more than this daemon's histograms have.
+			f := sample()
+			b := state.Append(nil, f)
+			at := binary.AppendUvarint(nil, uint64(len(f.Latency.Totals)))
+			at = binary.AppendVarint(at, f.Latency.Since.UnixNano())
+			i := bytes.Index(b, binary.AppendUvarint(at, schedlat.Buckets))
+			if i < 0 || schedlat.Buckets >= 127 {
+				panic("no one-byte bucket count in the sample")
+			}
+			b[i+len(at)]++
+			return reseal(b)
+		}(), state.ErrCorrupt},
+		"latency bucket out of range": {func() []byte {
+			// The last bucket's index, the only one set in "/", made
+			// one past the end: "/" sorts first, its index byte is
+			// the first schedlat.Buckets-1 after the path.
+			f := sample()
+			f.Latency.Totals = map[string]schedlat.Counts{"/": {Waits: 1, Buckets: [schedlat.Buckets]uint64{schedlat.Buckets - 1: 1}}}
+			b := state.Append(nil, f)
+			i := bytes.Index(b, []byte{1, '/', 1, 0, 1, schedlat.Buckets - 1})
+			if i < 0 {
+				panic("no bucket index in the sample")
+			}
+			b[i+5]++
+			return reseal(b)
 		}(), state.ErrCorrupt},
 		"credited without a store": {func() []byte {
 			f := sample()

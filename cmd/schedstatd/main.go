@@ -205,7 +205,7 @@ func serve(cfg *config, logger *slog.Logger) error {
 	go onHangup(ctx, hup, *cfg.web.WebConfigFile, logger)
 
 	table := src.newTable()
-	keeper, err := openState(cfg, table, logger)
+	keeper, err := openState(cfg, table, src.rollup, logger)
 	if err != nil {
 		return err
 	}

@@ -7,6 +7,7 @@ import (
 	"github.com/schedstatd/schedstatd/cgroupfs"
 	"github.com/schedstatd/schedstatd/collector"
 	"github.com/schedstatd/schedstatd/container"
+	"github.com/schedstatd/schedstatd/schedlat"
 	"github.com/schedstatd/schedstatd/state"
 )
 
@@ -27,11 +28,12 @@ func addStateFlags(c flagger, sc *stateConfig) {
 	durationFlag(c, "state.interval", "Time between writes of the state file; it is also written after every pass that answers a scrape and on SIGTERM or SIGINT.", "10s", &sc.interval, time.Second, time.Hour)
 }
 
-// openState restores table from the state file the flags name and returns
-// the keeper that goes on writing it. Only a bad flag is an error: whatever
+// openState restores table, and the latency rollup if it counts, from the
+// state file the flags name and returns the keeper that goes on writing
+// them. Only a bad flag is an error: whatever
 // else fails, the daemon runs on from zero and the log says why, once.
-func openState(cfg *config, table *container.Table, logger *slog.Logger) (*state.Keeper, error) {
-	sc := state.Config{Path: cfg.state.path, Interval: cfg.state.interval, Logger: logger}
+func openState(cfg *config, table *container.Table, latency *schedlat.Rollup, logger *slog.Logger) (*state.Keeper, error) {
+	sc := state.Config{Path: cfg.state.path, Interval: cfg.state.interval, Latency: latency, Logger: logger}
 	if sc.Path != "" {
 		origin, err := stateOrigin(cfg)
 		if err != nil {

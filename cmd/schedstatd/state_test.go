@@ -30,16 +30,49 @@ func stateFlags(dir string) []string {
 	return []string{"--collect.interval=200ms", "--exit-capture=on", "--state.path=" + filepath.Join(dir, "state"), "--state.interval=1s"}
 }
 
+// latencyHistogram is the runqueue latency histogram of --collect.latency.
+const latencyHistogram = "container_cpu_schedstat_runqueue_latency_seconds"
+
 // counters returns every container counter series whose id is below (or
-// is) id, by metric name and id.
+// is) id, by metric name and id: those of containerCounters, and the
+// latency histogram's count, sum and buckets and the preemption counts
+// where served.
 func counters(mfs map[string]*dto.MetricFamily, id string) map[string]float64 {
 	m := map[string]float64{}
+	ofID := func(key string) bool {
+		return id == "" || strings.Contains(key, `"`+id+`"`) || strings.Contains(key, `"`+id+`/`)
+	}
 	for _, name := range containerCounters {
 		for _, s := range mfs[name].GetMetric() {
-			key := seriesID(s)
-			if id == "" || strings.Contains(key, `"`+id+`"`) || strings.Contains(key, `"`+id+`/`) {
+			if key := seriesID(s); ofID(key) {
 				m[name+key] = s.GetCounter().GetValue()
 			}
+		}
+	}
+	for _, s := range mfs[latencyHistogram].GetMetric() {
+		key := seriesID(s)
+		if !ofID(key) {
+			continue
+		}
+		h := s.GetHistogram()
+		m[latencyHistogram+"_count"+key] = float64(h.GetSampleCount())
+		m[latencyHistogram+"_sum"+key] = h.GetSampleSum()
+		for _, b := range h.GetBucket() {
+			m[fmt.Sprintf("%s_bucket%s{le=%g}", latencyHistogram, key, b.GetUpperBound())] = float64(b.GetCumulativeCount())
+		}
+	}
+	for _, name := range []string{"container_cpu_schedstat_preemptions_total", "container_cpu_schedstat_preemptions_caused_total"} {
+		for _, s := range mfs[name].GetMetric() {
+			key := seriesID(s)
+			if !ofID(key) {
+				continue
+			}
+			for _, lp := range s.GetLabel() {
+				if lp.GetName() == "by" {
+					key += "{by=" + lp.GetValue() + "}"
+				}
+			}
+			m[name+key] = s.GetCounter().GetValue()
 		}
 	}
 	return m
@@ -193,14 +226,15 @@ func tryScrape(url string) (map[string]*dto.MetricFamily, error) {
 // TestStateKillLoop kills the daemon with SIGKILL every 2 s for a minute
 // ($SCHEDSTATD_SOAK bounds it too) and starts it again each time, while
 // the test cgroup churns and a scraper reads every series of the test's
-// cgroups: none may fall, every state file left behind must decode and be
-// restored, and each new daemon's memory and fds stay where the first's
-// were.
+// cgroups, the runqueue latency histogram's and the preemption counts
+// included: none may fall, every state file left behind must decode and
+// be restored, and each new daemon's memory and fds stay where the
+// first's were.
 func TestStateKillLoop(t *testing.T) {
 	if testing.Short() {
 		t.Skip("kills and restarts the daemon for a minute")
 	}
-	killLoop(t, time.Minute, nil)
+	killLoop(t, time.Minute, []string{"--collect.latency", "--collect.preemption"})
 }
 
 // TestStateKillLoopKernelTotals is TestStateKillLoop for half a minute
@@ -288,6 +322,9 @@ func killLoop(t *testing.T, dur time.Duration, extra []string) {
 	t.Logf("%d kills, %d scrapes, %d series of %s; first daemon: %v; last: %v", kills, scrapes, len(last), id, first, prev)
 	if len(last) < 4 {
 		t.Errorf("only %d series of the test cgroup", len(last))
+	}
+	if _, ok := last[latencyHistogram+"_count"+`{id="`+id+`"}`]; slices.Contains(extra, "--collect.latency") && !ok {
+		t.Errorf("no latency histogram of %s with --collect.latency", id)
 	}
 	if prev.rssBytes > first.rssBytes+16<<20 {
 		t.Errorf("RSS of the last daemon %.1f MiB, the first's %.1f MiB", float64(prev.rssBytes)/(1<<20), float64(first.rssBytes)/(1<<20))
