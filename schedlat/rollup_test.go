@@ -47,6 +47,26 @@ func cg(path string, id uint64) container.CgroupStats {
 	return container.CgroupStats{Path: path, ID: id}
 }
 
+// checkWaits fails t unless r's totals for s have the waits want, by
+// path, each made by waits.
+func checkWaits(t *testing.T, r *Rollup, s *container.Snapshot, want map[string]uint64) {
+	t.Helper()
+	tot, err := r.Totals(s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := map[string]uint64{}
+	for p, c := range tot {
+		got[p] = c.Waits
+		if c.WaitNanoseconds != 1000*c.Waits || c.Other != c.Waits {
+			t.Errorf("%s: counts %+v do not add up", p, c)
+		}
+	}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("totals (-want +got):\n%s", diff)
+	}
+}
+
 // TestRollup checks that a cgroup's counts include its descendants', and
 // that no total falls when a cgroup is removed, made again under the same
 // name, or made and removed between two passes.
@@ -56,20 +76,7 @@ func TestRollup(t *testing.T) {
 	tree := snap(cg("/", 1), cg("/a", 10), cg("/a/b", 11))
 	check := func(s *container.Snapshot, want map[string]uint64) {
 		t.Helper()
-		tot, err := r.Totals(s)
-		if err != nil {
-			t.Fatal(err)
-		}
-		got := map[string]uint64{}
-		for p, c := range tot {
-			got[p] = c.Waits
-			if c.WaitNanoseconds != 1000*c.Waits || c.Other != c.Waits {
-				t.Errorf("%s: counts %+v do not add up", p, c)
-			}
-		}
-		if diff := cmp.Diff(want, got); diff != "" {
-			t.Errorf("totals (-want +got):\n%s", diff)
-		}
+		checkWaits(t, r, s, want)
 	}
 	check(tree, map[string]uint64{"/": 111, "/a": 110, "/a/b": 100})
 
@@ -154,20 +161,7 @@ func TestRollupRestore(t *testing.T) {
 	}
 	check := func(s *container.Snapshot, want map[string]uint64) {
 		t.Helper()
-		tot, err := r.Totals(s)
-		if err != nil {
-			t.Fatal(err)
-		}
-		got := map[string]uint64{}
-		for p, c := range tot {
-			got[p] = c.Waits
-			if c.WaitNanoseconds != 1000*c.Waits || c.Other != c.Waits {
-				t.Errorf("%s: counts %+v do not add up", p, c)
-			}
-		}
-		if diff := cmp.Diff(want, got); diff != "" {
-			t.Errorf("totals (-want +got):\n%s", diff)
-		}
+		checkWaits(t, r, s, want)
 	}
 	tree := func(more ...container.CgroupStats) *container.Snapshot {
 		return snap(append([]container.CgroupStats{cg("/", 1), cg("/a", 10)}, more...)...)
