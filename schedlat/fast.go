@@ -4,6 +4,7 @@ import (
 	"fmt"
 
 	"github.com/cilium/ebpf/asm"
+	"github.com/schedstatd/schedstatd/internal/kbtf"
 )
 
 // rStore holds the task's storage on the fast path (rValue is the slow
@@ -83,7 +84,7 @@ func fast(l layout, f progFeatures) asm.Instructions {
 
 		asm.Mov.Imm(asm.R0, 0).WithSymbol("f_lock"),
 		asm.Mov.Imm(asm.R1, 1),
-		asm.CmpXchg.Mem(rStore, asm.R1, asm.DWord, taskLock),
+		kbtf.Atomic(asm.CmpXchg, rStore, asm.R1, asm.DWord, taskLock),
 		asm.JNE.Imm(asm.R0, 0, "f_busy"),
 		asm.Mov.Imm(asm.R5, 1),
 		asm.StoreMem(asm.RFP, stackLocked, asm.R5, asm.DWord),
@@ -122,7 +123,7 @@ func fast(l layout, f progFeatures) asm.Instructions {
 		asm.JLT.Imm(asm.R1, flushEvery, "f_tail"),
 		asm.Mov.Imm(asm.R0, 0),
 		asm.Mov.Imm(asm.R1, 1),
-		asm.CmpXchg.Mem(rStore, asm.R1, asm.DWord, taskLock),
+		kbtf.Atomic(asm.CmpXchg, rStore, asm.R1, asm.DWord, taskLock),
 		asm.JNE.Imm(asm.R0, 0, "f_tail"),
 	)
 	flushed := flush(false, "f_end", "f_release")
@@ -319,7 +320,7 @@ func flush(atomic bool, prefix, miss string) asm.Instructions {
 func release(symbol string) asm.Instructions {
 	return asm.Instructions{
 		asm.Mov.Imm(asm.R1, 0).WithSymbol(symbol),
-		asm.Xchg.Mem(rStore, asm.R1, asm.DWord, taskLock),
+		kbtf.Atomic(asm.Xchg, rStore, asm.R1, asm.DWord, taskLock),
 	}
 }
 
@@ -378,7 +379,7 @@ func flushProgram() asm.Instructions {
 		asm.Ja.Label("out"),
 		asm.Mov.Imm(asm.R0, 0).WithSymbol("changed"),
 		asm.Mov.Imm(asm.R1, 1),
-		asm.CmpXchg.Mem(rStore, asm.R1, asm.DWord, taskLock),
+		kbtf.Atomic(asm.CmpXchg, rStore, asm.R1, asm.DWord, taskLock),
 		asm.JNE.Imm(asm.R0, 0, "out"),
 	)
 	insns = append(insns, flush(true, "it", "it_release")...)
