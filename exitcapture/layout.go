@@ -100,32 +100,16 @@ func kernelLayout(spec *btf.Spec, controller string, hook Hook) (layout, error) 
 	return l, nil
 }
 
-// tracepointArgs returns the arguments of the BTF tracepoint name as a
-// tp_btf program's context holds them, one u64 slot each.
+// tracepointArgs is kbtf.TracepointArgs, its errors wrapping errLayout.
 func tracepointArgs(spec *btf.Spec, name string) ([]btf.FuncParam, error) {
-	var td *btf.Typedef
-	if err := spec.TypeByName("btf_trace_"+name, &td); err != nil {
-		return nil, fmt.Errorf("%w: %s tracepoint: %w", errLayout, name, err)
+	args, err := kbtf.TracepointArgs(spec, name)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %w", errLayout, err)
 	}
-	var proto *btf.FuncProto
-	if ptr, ok := btf.UnderlyingType(td.Type).(*btf.Pointer); ok {
-		proto, _ = btf.UnderlyingType(ptr.Target).(*btf.FuncProto)
-	}
-	if proto == nil {
-		return nil, fmt.Errorf("%w: btf_trace_%s is %v, not a function pointer", errLayout, name, td.Type)
-	}
-	// Params[0] is the tracepoint's private data; the context holds the rest.
-	return proto.Params[min(1, len(proto.Params)):], nil
+	return args, nil
 }
 
-func isTaskPtr(t btf.Type) bool {
-	p, ok := btf.UnderlyingType(t).(*btf.Pointer)
-	if !ok {
-		return false
-	}
-	s, ok := btf.UnderlyingType(p.Target).(*btf.Struct)
-	return ok && s.Name == "task_struct"
-}
+func isTaskPtr(t btf.Type) bool { return kbtf.IsPtrTo(t, "task_struct") }
 
 // findField returns the offset and size of the scalar at path below t, a
 // struct or union (see kbtf.Offset). Only whole 4- or 8-byte integers

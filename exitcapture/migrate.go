@@ -17,7 +17,7 @@ import (
 // tells them apart.
 const (
 	moveProgName   = "schedstatd_move"
-	moveTracepoint = "cgroup_attach_task"
+	moveTracepoint = kbtf.AttachTracepoint
 	recordKindMove = 1
 	moveRecordSize = recordSize + 8
 )
@@ -32,23 +32,11 @@ type moveLayout struct {
 // kernelMoveLayout checks cgroup_attach_task's arguments in the kernel's
 // BTF.
 func kernelMoveLayout(spec *btf.Spec) (moveLayout, error) {
-	args, err := tracepointArgs(spec, moveTracepoint)
+	dst, task, err := kbtf.AttachArgs(spec)
 	if err != nil {
-		return moveLayout{}, err
+		return moveLayout{}, fmt.Errorf("%w: %w", errLayout, err)
 	}
-	if len(args) < 3 || !isPtrTo(args[0].Type, "cgroup") || !isTaskPtr(args[2].Type) {
-		return moveLayout{}, fmt.Errorf("%w: unexpected %s arguments %v", errLayout, moveTracepoint, args)
-	}
-	return moveLayout{dstArg: 0, taskArg: 2}, nil
-}
-
-func isPtrTo(t btf.Type, name string) bool {
-	p, ok := btf.UnderlyingType(t).(*btf.Pointer)
-	if !ok {
-		return false
-	}
-	s, ok := btf.UnderlyingType(p.Target).(*btf.Struct)
-	return ok && s.Name == name
+	return moveLayout{dstArg: dst, taskArg: task}, nil
 }
 
 // moveProgram returns the handler of cgroup_attach_task, which the kernel
