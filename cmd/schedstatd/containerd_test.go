@@ -13,6 +13,7 @@ import (
 	dto "github.com/prometheus/client_model/go"
 	"github.com/schedstatd/schedstatd/internal/testkit/containerdtest"
 	"github.com/schedstatd/schedstatd/internal/testkit/testcg"
+	"github.com/schedstatd/schedstatd/internal/testkit/testproc"
 )
 
 // spinImage is a second image, so that each container's image label is
@@ -132,6 +133,34 @@ func runtimeUp(want float64) func(map[string]*dto.MetricFamily) string {
 
 // usageSeconds reads the CPU counter of the container's cgroup in the
 // cpuacct hierarchy, in seconds.
+// freeze sets the v1 freezer of each container's cgroup to state (FROZEN
+// or THAWED) and waits until it is there; a test that froze thaws at its
+// end whatever happens.
+func freeze(t *testing.T, ctrs []*containerdtest.Container, state string) {
+	t.Helper()
+	for _, c := range ctrs {
+		file := filepath.Join(containerdtest.CgroupDir("freezer", c.CgroupID()), "freezer.state")
+		if state == "FROZEN" {
+			t.Cleanup(func() { os.WriteFile(file, []byte("THAWED"), 0) })
+		}
+		if err := os.WriteFile(file, []byte(state), 0); err != nil {
+			t.Fatalf("freeze %s: %v", c.Name, err)
+		}
+		for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(time.Millisecond) {
+			b, err := os.ReadFile(file)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if strings.TrimSpace(string(b)) == state {
+				break
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("%s: freezer %s, not %s after 10s", c.Name, strings.TrimSpace(string(b)), state)
+			}
+		}
+	}
+}
+
 func usageSeconds(t *testing.T, c *containerdtest.Container) float64 {
 	return float64(testcg.Usage(t, containerdtest.CgroupDir("cpuacct", c.CgroupID()))) / 1e9
 }
@@ -210,10 +239,21 @@ func TestContainerdPodsEndToEnd(t *testing.T) {
 		// The chores' processes that exited before the daemon started
 		// are not its to count: compare what both counted since a
 		// scrape, over long enough for the chores to run many short
-		// processes.
-		s0 := take()
+		// processes. Each scrape is taken with the containers frozen
+		// and every exited task's record in: a task's last stretch
+		// reaches the daemon when the kernel frees it, an RCU callback
+		// that a loaded machine runs tens of milliseconds late.
+		frozenTake := func() sample {
+			t.Helper()
+			freeze(t, ctrs, "FROZEN")
+			defer freeze(t, ctrs, "THAWED")
+			testproc.FreeMarkers(t)
+			time.Sleep(3 * 200 * time.Millisecond) // the daemon's interval: drained and passed
+			return take()
+		}
+		s0 := frozenTake()
 		time.Sleep(3 * time.Second)
-		s1 := take()
+		s1 := frozenTake()
 		for i, ctr := range ctrs {
 			run := s1.run[i] - s0.run[i]
 			// The cgroup's counter grew by at least min and at most max
@@ -221,11 +261,11 @@ func TestContainerdPodsEndToEnd(t *testing.T) {
 			lo, hi := s1.before[i]-s0.after[i], s1.after[i]-s0.before[i]
 			t.Logf("%s: run %.4fs in a window in which cpuacct.usage grew %.4f-%.4fs: run/usage %.4f-%.4f",
 				ctr.Name, run, lo, hi, run/hi, run/lo)
-			// Exit capture takes a dead task's counters at its last
-			// switch, a little past the cgroup counter's last update
-			// (DESIGN.md measured 1.0004): 0.5% is room for that.
-			if run > 1.005*hi || run < 0.98*lo {
-				t.Errorf("%s: run %.4fs, want within [0.98, 1.005] of the cgroup's %.4f-%.4fs", ctr.Name, run, lo, hi)
+			// Frozen at both ends, with every record in, the two agree
+			// (1.0000 here): 0.1% is room for a dead task's counters,
+			// taken a little past the cgroup counter's last update.
+			if run > 1.001*hi || run < 0.999*lo {
+				t.Errorf("%s: run %.4fs, want within [0.999, 1.001] of the cgroup's %.4f-%.4fs", ctr.Name, run, lo, hi)
 			}
 			// Since the start of the spinning container, whose time is all
 			// in one live process, the two match too.
