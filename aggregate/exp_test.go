@@ -31,7 +31,7 @@ func BenchmarkProgramParts(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	full := iterProgram(l, false)
+	full := iterProgram(l, false, false)
 	const head, storage = 6, 13 // instructions up to exit_state, and up to the storage call's result
 	for _, v := range []struct {
 		name  string

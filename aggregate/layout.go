@@ -16,6 +16,7 @@ type layout struct {
 	pcount          kbtf.Field // sched_info.pcount
 	cgroup          kbtf.CgroupLayout
 	freeTaskArg     int // slot of the task in sched_process_free's context
+	moveTaskArg     int // slot of the task in cgroup_attach_task's context, -1 if the kernel lacks it
 	iterMetaSession int16
 	iterCtxMeta     int16
 	iterCtxTask     int16
@@ -64,6 +65,9 @@ func kernelLayout(spec *btf.Spec, controller string) (layout, error) {
 		return l, fmt.Errorf("%w: no sched_process_free tracepoint: %w", kbtf.ErrLayout, err)
 	}
 	l.freeTaskArg = 0
+	if _, l.moveTaskArg, err = kbtf.AttachArgs(spec); err != nil {
+		l.moveTaskArg = -1 // moves count where the next visit finds the task
+	}
 	if l.cgroup, err = kbtf.Cgroups(spec, controller); err != nil {
 		return l, err
 	}

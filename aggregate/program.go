@@ -14,6 +14,7 @@ const (
 	iterName     = "schedstatd_agg"
 	primeName    = "schedstatd_aggp"
 	freeName     = "schedstatd_aggx"
+	moveName     = "schedstatd_aggm"
 	lastName     = "schedstatd_last"
 	runName      = "schedstatd_run"
 	totalsName   = "schedstatd_cgtot"
@@ -24,12 +25,17 @@ const (
 // programs only under a GPL-compatible one.
 const license = "Dual MIT/GPL"
 
-// A task's storage holds its counters at its last visit: three u64.
+// A task's storage holds its counters at its last visit, three u64, and
+// the id of the cgroup whose totals that visit credited (0 if none yet).
+// Each counter moves on by compare-and-exchange only, so that of two
+// programs that read a task at once (the iterator and the move program)
+// each increase is claimed by one.
 const (
 	lastRun    = 0
 	lastWait   = 8
 	lastSlices = 16
-	lastSize   = 24
+	lastCgroup = 24
+	lastSize   = 32
 )
 
 // A cgroup's totals, keyed by its id in the walked hierarchy: what its
@@ -66,6 +72,7 @@ const (
 	stackKey   = -8                   // u64 the cgroup id
 	stackDelta = -32                  // three u64: the increase to credit
 	stackValue = stackDelta - totSize // a new cgroup entry
+	stackStore = stackValue - 8       // the task's storage, while R9 holds the run slot
 )
 
 // Slots of the counter array.
@@ -81,12 +88,12 @@ const (
 	noPrealloc    = 1 // BPF_F_NO_PREALLOC
 )
 
-// collectionSpec returns the two programs and their maps: the task storage
+// collectionSpec returns the programs and their maps: the task storage
 // of last visits, the per-cgroup totals (at most maxCgroups entries) and a
 // two-slot array counting credits that found the totals full (slot 0) and
-// tasks freed (slot 1). With exits
-// false the sched_process_free program is left out.
-func collectionSpec(l layout, maxCgroups int, exits bool) *ebpf.CollectionSpec {
+// tasks freed (slot 1). With exits false the sched_process_free program is
+// left out, with moves false the cgroup_attach_task one.
+func collectionSpec(l layout, maxCgroups int, exits, moves bool) *ebpf.CollectionSpec {
 	u64 := &btf.Int{Name: "u64", Size: 8}
 	spec := &ebpf.CollectionSpec{
 		Maps: map[string]*ebpf.MapSpec{
@@ -97,6 +104,7 @@ func collectionSpec(l layout, maxCgroups int, exits bool) *ebpf.CollectionSpec {
 					{Name: "run", Type: u64, Offset: 8 * lastRun},
 					{Name: "wait", Type: u64, Offset: 8 * lastWait},
 					{Name: "slices", Type: u64, Offset: 8 * lastSlices},
+					{Name: "cgroup", Type: u64, Offset: 8 * lastCgroup},
 				}},
 			},
 			totalsName:   {Name: totalsName, Type: ebpf.Hash, KeySize: 8, ValueSize: totSize, MaxEntries: uint32(maxCgroups), Flags: noPrealloc},
@@ -106,11 +114,11 @@ func collectionSpec(l layout, maxCgroups int, exits bool) *ebpf.CollectionSpec {
 		Programs: map[string]*ebpf.ProgramSpec{
 			iterName: {
 				Name: iterName, Type: ebpf.Tracing, AttachType: ebpf.AttachTraceIter, AttachTo: "task",
-				License: license, Instructions: iterProgram(l, false),
+				License: license, Instructions: iterProgram(l, false, moves),
 			},
 			primeName: {
 				Name: primeName, Type: ebpf.Tracing, AttachType: ebpf.AttachTraceIter, AttachTo: "task",
-				License: license, Instructions: iterProgram(l, true),
+				License: license, Instructions: iterProgram(l, true, moves),
 			},
 		},
 	}
@@ -118,6 +126,12 @@ func collectionSpec(l layout, maxCgroups int, exits bool) *ebpf.CollectionSpec {
 		spec.Programs[freeName] = &ebpf.ProgramSpec{
 			Name: freeName, Type: ebpf.Tracing, AttachType: ebpf.AttachTraceRawTp, AttachTo: "sched_process_free",
 			License: license, Instructions: freeProgram(l),
+		}
+	}
+	if moves {
+		spec.Programs[moveName] = &ebpf.ProgramSpec{
+			Name: moveName, Type: ebpf.Tracing, AttachType: ebpf.AttachTraceRawTp, AttachTo: kbtf.AttachTracepoint,
+			License: license, Instructions: moveProgram(l),
 		}
 	}
 	return spec
@@ -138,8 +152,11 @@ func collectionSpec(l layout, maxCgroups int, exits bool) *ebpf.CollectionSpec {
 //
 // With prime, it credits no increase: it only sets each task's storage to
 // its counters now (and counts the tasks), for a daemon restored from a
-// state that has counted the tasks' time so far already.
-func iterProgram(l layout, prime bool) asm.Instructions {
+// state that has counted the tasks' time so far already. With claims it
+// moves the storage's counters on by compare-and-exchange (see claim), for
+// the move program, which reads tasks too; without, plainly, which needs
+// no BPF atomics (Linux 5.12).
+func iterProgram(l layout, prime, claims bool) asm.Instructions {
 	insns := asm.Instructions{
 		asm.LoadMem(asm.R6, asm.R1, l.iterCtxMeta, asm.DWord),
 		asm.LoadMem(asm.R7, asm.R1, l.iterCtxTask, asm.DWord),
@@ -155,18 +172,23 @@ func iterProgram(l layout, prime bool) asm.Instructions {
 		asm.FnTaskStorageGet.Call(),
 		asm.JEq.Imm(asm.R0, 0, "out"), // no memory, or a nested call: the next visit catches up
 		asm.Mov.Reg(asm.R9, asm.R0),
+		asm.StoreMem(asm.RFP, stackStore, asm.R9, asm.DWord),
 	}
 	for i, c := range counters(l) {
-		ok := "delta" + string(rune('0'+i))
-		insns = append(insns,
-			load(asm.R1, asm.R7, c.f),
-			asm.LoadMem(asm.R2, asm.R9, c.last, asm.DWord),
-			asm.StoreMem(asm.R9, c.last, asm.R1, asm.DWord),
-			asm.Sub.Reg(asm.R1, asm.R2),
-			asm.JSGE.Imm(asm.R1, 0, ok),
-			asm.Mov.Imm(asm.R1, 0),
-			asm.StoreMem(asm.RFP, stackDelta+c.last, asm.R1, asm.DWord).WithSymbol(ok),
-		)
+		if claims {
+			insns = append(insns, claim(c, "claim"+string(rune('0'+i)))...)
+		} else {
+			ok := "delta" + string(rune('0'+i))
+			insns = append(insns,
+				load(asm.R1, asm.R7, c.f),
+				asm.LoadMem(asm.R2, asm.R9, c.last, asm.DWord),
+				asm.StoreMem(asm.R9, c.last, asm.R1, asm.DWord),
+				asm.Sub.Reg(asm.R1, asm.R2),
+				asm.JSGE.Imm(asm.R1, 0, ok),
+				asm.Mov.Imm(asm.R1, 0),
+				asm.StoreMem(asm.RFP, stackDelta+c.last, asm.R1, asm.DWord).WithSymbol(ok),
+			)
+		}
 		if prime {
 			insns = append(insns, asm.Mov.Imm(asm.R1, 0), asm.StoreMem(asm.RFP, stackDelta+c.last, asm.R1, asm.DWord))
 		}
@@ -193,8 +215,10 @@ func iterProgram(l layout, prime bool) asm.Instructions {
 		asm.LoadMem(asm.R1, asm.R9, runTasks, asm.DWord),
 		asm.Add.Imm(asm.R1, 1),
 		asm.StoreMem(asm.R9, runTasks, asm.R1, asm.DWord),
-		asm.Ja.Label("out"),
+		asm.LoadMem(asm.R1, asm.R9, runID, asm.DWord),
 	)
+	insns = append(insns, noteCgroup()...)
+	insns = append(insns, asm.Ja.Label("out"))
 	// Another css_set: the run goes to its totals, and this task starts
 	// the next one, credited directly (which makes its cgroup's entry).
 	insns = append(insns, flush("change")...)
@@ -207,10 +231,13 @@ func iterProgram(l layout, prime bool) asm.Instructions {
 	insns = append(insns,
 		asm.LoadMem(asm.R1, asm.RFP, stackKey, asm.DWord),
 		asm.StoreMem(asm.R9, runID, asm.R1, asm.DWord),
-		asm.Ja.Label("out"),
 	)
+	insns = append(insns, noteCgroup()...)
+	insns = append(insns, asm.Ja.Label("out"))
 	// No run slot (an array's slot is always there): credit directly.
 	insns = append(insns, credit(l, true, "direct")...)
+	insns = append(insns, asm.LoadMem(asm.R1, asm.RFP, stackKey, asm.DWord))
+	insns = append(insns, noteCgroup()...)
 	insns = append(insns, asm.Ja.Label("out"))
 	// The end of the iteration: the last run goes to its totals.
 	insns = append(insns, runSlot("out").WithSymbol("end")...)
@@ -348,6 +375,109 @@ func counters(l layout) [3]counter {
 	return [3]counter{{l.runtime, lastRun}, {l.delay, lastWait}, {l.pcount, lastSlices}}
 }
 
+// claim returns the instructions, starting at label name, that claim the
+// increase of counter c of the task in R7 over its storage in R9: they
+// read the counter, move the storage's copy from the value it had to it
+// by compare-and-exchange, and leave the increase on the stack, zero if
+// there is none or another program moved the copy first (that program
+// then claimed the increase up to its own read, and the next visit the
+// rest).
+func claim(c counter, name string) asm.Instructions {
+	return asm.Instructions{
+		load(asm.R1, asm.R7, c.f).WithSymbol(name),
+		asm.LoadMem(asm.R0, asm.R9, c.last, asm.DWord),
+		asm.Mov.Reg(asm.R2, asm.R0),
+		asm.JGE.Reg(asm.R0, asm.R1, name+"_none"),
+		kbtf.Atomic(asm.CmpXchg, asm.R9, asm.R1, asm.DWord, c.last),
+		asm.JNE.Reg(asm.R0, asm.R2, name+"_none"),
+		asm.Sub.Reg(asm.R1, asm.R2),
+		asm.Ja.Label(name + "_store"),
+		asm.Mov.Imm(asm.R1, 0).WithSymbol(name + "_none"),
+		asm.StoreMem(asm.RFP, stackDelta+c.last, asm.R1, asm.DWord).WithSymbol(name + "_store"),
+	}
+}
+
+// noteCgroup returns the instructions that write the cgroup id in R1 into
+// the task's storage, whose pointer is at stackStore: where the move
+// program credits what the task does until it is moved.
+func noteCgroup() asm.Instructions {
+	return asm.Instructions{
+		asm.LoadMem(asm.R2, asm.RFP, stackStore, asm.DWord),
+		asm.StoreMem(asm.R2, lastCgroup, asm.R1, asm.DWord),
+	}
+}
+
+// moveProgram returns the cgroup_attach_task program. When the task it
+// was given (the leader of a process moved whole) now has another cgroup
+// in the walked hierarchy than the one its storage names, it claims the
+// task's increase since the last visit and credits it to that one, the
+// cgroup the task ran in until the move, and names the new cgroup for
+// the next credit. A task no visit has seen yet, or one whose move was in
+// another v1 hierarchy, is left to the iterator.
+func moveProgram(l layout) asm.Instructions {
+	insns := asm.Instructions{
+		asm.LoadMem(asm.R7, asm.R1, int16(8*l.moveTaskArg), asm.DWord),
+		asm.LoadMapPtr(asm.R1, 0).WithReference(lastName),
+		asm.Mov.Reg(asm.R2, asm.R7),
+		asm.Mov.Imm(asm.R3, 0),
+		asm.Mov.Imm(asm.R4, 0),
+		asm.FnTaskStorageGet.Call(),
+		asm.JEq.Imm(asm.R0, 0, "out"),
+		asm.Mov.Reg(asm.R9, asm.R0),
+		asm.StoreMem(asm.RFP, stackStore, asm.R9, asm.DWord),
+	}
+	insns = append(insns, l.cgroup.TaskCgroup(asm.R6, asm.R7, "out")...)
+	insns = append(insns, l.cgroup.CgroupID(asm.R1, asm.R6, "out")...)
+	insns = append(insns,
+		asm.LoadMem(asm.R2, asm.R9, lastCgroup, asm.DWord),
+		asm.JEq.Imm(asm.R2, 0, "out"),
+		asm.JEq.Reg(asm.R1, asm.R2, "out"),
+		asm.StoreMem(asm.RFP, stackKey, asm.R2, asm.DWord),
+	)
+	insns = append(insns, noteCgroup()...)
+	for i, c := range counters(l) {
+		insns = append(insns, claim(c, "claim"+string(rune('0'+i)))...)
+	}
+	insns = append(insns, creditKey("moved")...)
+	// The new cgroup's totals are made now if they are not there: the
+	// task may move on before a visit makes them, and its increase until
+	// then is credited to them by key.
+	insns = append(insns, entry(l, "dest")...)
+	return append(insns,
+		asm.Mov.Imm(asm.R0, 0).WithSymbol("out"),
+		asm.Return(),
+	)
+}
+
+// creditKey returns the instructions, starting at label name, that add
+// the delta on the stack to the totals of the cgroup id at stackKey,
+// entry 0 if that entry is gone; they fall through when done and jump to
+// "out" if not even entry 0 is there.
+func creditKey(name string) asm.Instructions {
+	insns := asm.Instructions{
+		asm.LoadMapPtr(asm.R1, 0).WithReference(totalsName).WithSymbol(name),
+		asm.Mov.Reg(asm.R2, asm.RFP),
+		asm.Add.Imm(asm.R2, stackKey),
+		asm.FnMapLookupElem.Call(),
+		asm.JNE.Imm(asm.R0, 0, name+"_add"),
+		asm.Mov.Imm(asm.R1, 0),
+		asm.StoreMem(asm.RFP, stackKey, asm.R1, asm.DWord),
+		asm.LoadMapPtr(asm.R1, 0).WithReference(totalsName),
+		asm.Mov.Reg(asm.R2, asm.RFP),
+		asm.Add.Imm(asm.R2, stackKey),
+		asm.FnMapLookupElem.Call(),
+		asm.JEq.Imm(asm.R0, 0, "out"),
+		asm.Mov.Reg(asm.R6, asm.R0).WithSymbol(name + "_add"),
+	}
+	for _, off := range []int16{totRun, totWait, totSlices} {
+		insns = append(insns,
+			asm.LoadMem(asm.R1, asm.RFP, stackDelta+off, asm.DWord),
+			asm.AddAtomic.Mem(asm.R6, asm.R1, asm.DWord, off),
+		)
+	}
+	return insns
+}
+
 // credit returns the instructions, starting at label name, that add the
 // delta on the stack to the totals of the cgroup of the task in R7, making its entry (with its
 // ancestors' ids) if there is none. A cgroup the program cannot name, and
@@ -357,6 +487,35 @@ func counters(l layout) [3]counter {
 // session in R8. The key used is left on the stack; the code falls through
 // when done, and jumps to "out" if not even entry 0 is there.
 func credit(l layout, countTask bool, name string) asm.Instructions {
+	insns := entry(l, name)
+	for _, off := range []int16{totRun, totWait, totSlices} {
+		insns = append(insns,
+			asm.LoadMem(asm.R1, asm.RFP, stackDelta+off, asm.DWord),
+			asm.AddAtomic.Mem(asm.R6, asm.R1, asm.DWord, off),
+		)
+	}
+	if countTask {
+		// Only the iterator writes these, one task at a time.
+		insns = append(insns,
+			asm.LoadMem(asm.R1, asm.R6, totSession, asm.DWord),
+			asm.LoadMem(asm.R2, asm.R6, totTasks, asm.DWord),
+			asm.JEq.Reg(asm.R1, asm.R8, name+"_count"),
+			asm.StoreMem(asm.R6, totSession, asm.R8, asm.DWord),
+			asm.Mov.Imm(asm.R2, 0),
+			asm.Add.Imm(asm.R2, 1).WithSymbol(name+"_count"),
+			asm.StoreMem(asm.R6, totTasks, asm.R2, asm.DWord),
+		)
+	}
+	return insns
+}
+
+// entry returns the instructions, starting at label name, that leave in
+// R6 the totals of the cgroup of the task in R7, made (with its
+// ancestors' ids) if there is none: entry 0 for a cgroup the program
+// cannot name, and once the totals are full (counted in the overflow
+// array). The key used is left on the stack; they jump to "out" if not
+// even entry 0 is there.
+func entry(l layout, name string) asm.Instructions {
 	insns := asm.Instructions{asm.Mov.Imm(asm.R1, 0).WithSymbol(name)}
 	insns = append(insns, l.cgroup.TaskCgroup(asm.R6, asm.R7, name+"_overflow")...)
 	insns = append(insns, l.cgroup.CgroupID(asm.R1, asm.R6, name+"_overflow")...)
@@ -414,24 +573,6 @@ func credit(l layout, countTask bool, name string) asm.Instructions {
 
 		asm.Mov.Reg(asm.R6, asm.R0).WithSymbol(name+"_add"),
 	)
-	for _, off := range []int16{totRun, totWait, totSlices} {
-		insns = append(insns,
-			asm.LoadMem(asm.R1, asm.RFP, stackDelta+off, asm.DWord),
-			asm.AddAtomic.Mem(asm.R6, asm.R1, asm.DWord, off),
-		)
-	}
-	if countTask {
-		// Only the iterator writes these, one task at a time.
-		insns = append(insns,
-			asm.LoadMem(asm.R1, asm.R6, totSession, asm.DWord),
-			asm.LoadMem(asm.R2, asm.R6, totTasks, asm.DWord),
-			asm.JEq.Reg(asm.R1, asm.R8, name+"_count"),
-			asm.StoreMem(asm.R6, totSession, asm.R8, asm.DWord),
-			asm.Mov.Imm(asm.R2, 0),
-			asm.Add.Imm(asm.R2, 1).WithSymbol(name+"_count"),
-			asm.StoreMem(asm.R6, totTasks, asm.R2, asm.DWord),
-		)
-	}
 	return insns
 }
 

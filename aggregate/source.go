@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"os"
 	"sync/atomic"
 	"unsafe"
 
@@ -41,6 +42,14 @@ type Options struct {
 	// Exits attaches the sched_process_free program, so a task's time
 	// counts up to its exit; without it, up to its last visit.
 	Exits bool
+	// Moves attaches a cgroup_attach_task program, so that what a thread
+	// ran, waited and was scheduled between its last visit and a move into
+	// another cgroup counts in the cgroup it left; without it, in the one
+	// the next visit finds it in. It needs BPF atomics (Linux 5.12); where
+	// the kernel refuses them the source loads without, and says so. A
+	// process moved whole is reported by the kernel for its leader only:
+	// its other threads count as without.
+	Moves bool
 	// MaxCgroups bounds the cgroups whose totals are kept;
 	// DefaultMaxCgroups if 0.
 	MaxCgroups int
@@ -83,7 +92,9 @@ type Source struct {
 	iter     *link.Iter
 	primeIt  *link.Iter
 	free     link.Link // nil until the first read, and without Options.Exits
+	move     link.Link // nil without Options.Moves
 	exits    bool
+	moves    bool // the move program is loaded
 	primed   bool // the next read credits nothing
 	totalsM  *ebpf.Map
 	overflow *ebpf.Map
@@ -137,7 +148,10 @@ func Open(opts Options) (*Source, error) {
 	if err != nil {
 		return nil, fmt.Errorf("aggregating source %w: %w", ErrUnsupported, err)
 	}
-	s := &Source{hier: opts.Hierarchy, opts: opts, layout: l, exits: opts.Exits}
+	s := &Source{hier: opts.Hierarchy, opts: opts, layout: l, exits: opts.Exits, moves: opts.Moves && l.moveTaskArg >= 0}
+	if opts.Moves && !s.moves {
+		opts.Logger.Warn("kernel totals: no cgroup_attach_task tracepoint: a moved thread's time since its last visit counts in its new cgroup", "err", "not in the kernel's BTF")
+	}
 	if opts.PinPath != "" {
 		mounted, err := preparePins(opts.PinPath, BPFFSRoot)
 		switch {
@@ -159,7 +173,7 @@ func Open(opts Options) (*Source, error) {
 // load creates the programs and maps, going on with those pinned in the
 // pin path if they fit, and attaches the iterators.
 func (s *Source) load() error {
-	spec := collectionSpec(s.layout, s.opts.MaxCgroups, s.opts.Exits)
+	spec := collectionSpec(s.layout, s.opts.MaxCgroups, s.opts.Exits, s.moves)
 	var copts ebpf.CollectionOptions
 	s.reused = false
 	if s.pinPath != "" {
@@ -168,6 +182,17 @@ func (s *Source) load() error {
 		s.reused = pinsExist(s.pinPath)
 	}
 	coll, err := kbtf.LoadProgram(func() (*ebpf.Collection, error) { return s.opts.Load(spec, copts) })
+	if err != nil && s.moves && !errors.Is(err, ebpf.ErrMapIncompatible) && !errors.Is(err, os.ErrPermission) {
+		// A kernel without BPF atomics (before 5.12) refuses the
+		// claims: the programs without the move one need none.
+		s.opts.Logger.Warn("kernel totals without the move program: a moved thread's time since its last visit counts in its new cgroup", "err", err)
+		s.moves = false
+		spec = collectionSpec(s.layout, s.opts.MaxCgroups, s.opts.Exits, false)
+		if s.pinPath != "" {
+			pin(spec)
+		}
+		coll, err = kbtf.LoadProgram(func() (*ebpf.Collection, error) { return s.opts.Load(spec, copts) })
+	}
 	if err != nil && s.pinPath != "" && errors.Is(err, ebpf.ErrMapIncompatible) {
 		s.opts.Logger.Warn("pinned kernel totals do not fit this daemon's: starting fresh ones", "pin_path", s.pinPath, "err", err)
 		if rerr := removePins(s.pinPath); rerr != nil {
@@ -194,6 +219,9 @@ func (s *Source) load() error {
 	}
 	if s.iter, err = link.AttachIter(link.IterOptions{Program: coll.Programs[iterName]}); err == nil {
 		s.primeIt, err = link.AttachIter(link.IterOptions{Program: coll.Programs[primeName]})
+	}
+	if err == nil && s.moves {
+		s.move, err = link.AttachTracing(link.TracingOptions{Program: coll.Programs[moveName], AttachType: ebpf.AttachTraceRawTp})
 	}
 	if err == nil && s.opts.Exits {
 		// Attached and detached again, to know now that it attaches;
@@ -292,6 +320,9 @@ func (s *Source) closeKernel() error {
 	if s.free != nil {
 		errs = append(errs, s.free.Close())
 	}
+	if s.move != nil {
+		errs = append(errs, s.move.Close())
+	}
 	if s.iter != nil {
 		errs = append(errs, s.iter.Close())
 	}
@@ -301,7 +332,7 @@ func (s *Source) closeKernel() error {
 	if s.coll != nil {
 		s.coll.Close()
 	}
-	s.free, s.iter, s.primeIt, s.coll = nil, nil, nil, nil
+	s.free, s.move, s.iter, s.primeIt, s.coll = nil, nil, nil, nil, nil
 	return errors.Join(errs...)
 }
 

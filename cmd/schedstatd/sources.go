@@ -72,9 +72,11 @@ func openSources(cfg *config, logger *slog.Logger) (*sources, error) {
 	h.KeepFiles(procs.Budget)
 	src.lister, src.tasks, src.fds, src.hier = h, procs, procs.Budget, h
 	// The kernel totals, when asked for, take a task's last stretch at
-	// sched_process_free themselves, unless exit capture is off.
+	// sched_process_free themselves, unless exit capture is off, and
+	// split a moved task's time at the move, as exit capture's move
+	// records do for the task sources.
 	exits := loadmode.Mode(cfg.exitCapture) != loadmode.Off
-	if src.agg, err = aggregate.Select(aggregateMode(cfg.collectSource), aggregate.Options{Hierarchy: h, Exits: exits, PinPath: cfg.bpfPinPath, Logger: logger}, logger); err != nil {
+	if src.agg, err = aggregate.Select(aggregateMode(cfg.collectSource), aggregate.Options{Hierarchy: h, Exits: exits, Moves: exits, PinPath: cfg.bpfPinPath, Logger: logger}, logger); err != nil {
 		src.close()
 		return nil, fmt.Errorf("--collect.source=%s: %w", cfg.collectSource, err)
 	}
