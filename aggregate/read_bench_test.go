@@ -12,20 +12,33 @@ import (
 
 // BenchmarkRead times the parts of a pass of the source: the iterator's
 // run over every task on the node (the programs' time is the reading
-// thread's), the batch read of the totals, and the walk.
+// thread's), with the move program's claims (compare-and-exchange of each
+// counter, as the daemon loads it) and without, the batch read of the
+// totals, and the walk.
+//
+//	go test -run '^$' -bench 'Read/iterator' -count 5 ./aggregate
 func BenchmarkRead(b *testing.B) {
 	s := openSource(b, Options{Exits: true})
 	if err := s.Read(); err != nil {
 		b.Fatal(err)
 	}
 	tasks := s.Stats().Tasks
-	b.Run("iterator", func(b *testing.B) {
-		benchx.EachMode(b, tasks, func() {
-			if err := s.run(s.iter); err != nil {
-				b.Fatal(err)
-			}
+	moving := openSource(b, Options{Exits: true, Moves: true})
+	if err := moving.Read(); err != nil {
+		b.Fatal(err)
+	}
+	for _, src := range []struct {
+		name string
+		s    *Source
+	}{{"iterator", s}, {"iterator-moves", moving}} {
+		b.Run(src.name, func(b *testing.B) {
+			benchx.EachMode(b, tasks, func() {
+				if err := src.s.run(src.s.iter); err != nil {
+					b.Fatal(err)
+				}
+			})
 		})
-	})
+	}
 	b.Run("totals", func(b *testing.B) {
 		benchx.EachMode(b, tasks, func() {
 			if err := s.lookup(); err != nil {
