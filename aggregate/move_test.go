@@ -8,12 +8,77 @@ import (
 	"testing"
 	"time"
 
+	"github.com/schedstatd/schedstatd/cgroupfs"
 	"github.com/schedstatd/schedstatd/container"
 	"github.com/schedstatd/schedstatd/internal/testkit/testcg"
 	"github.com/schedstatd/schedstatd/internal/testkit/testproc"
 	"github.com/schedstatd/schedstatd/procsource"
 	"github.com/schedstatd/schedstatd/schedstat"
 )
+
+// moveSetup opens a source over the hierarchy name, with the move program
+// if moves, and a table of totals over it, makes two sibling cgroups a and
+// b, and starts a spinning single-threaded process in a, unseen by any
+// pass yet.
+func moveSetup(t *testing.T, name string, moves bool) (h *cgroupfs.Hierarchy, s *Source, table *container.Table, a, b string, pid int) {
+	t.Helper()
+	testcg.Require(t, name)
+	h = hierarchy(t, name)
+	s = openSource(t, Options{Hierarchy: h, Exits: true, Moves: moves})
+	if s.moves != moves {
+		t.Fatalf("moves loaded %v, want %v", s.moves, moves)
+	}
+	table = container.NewCgroupTable(s.Lister(), s)
+	t.Cleanup(func() { table.Close() })
+	top := testcg.Make(t, name)
+	a, b = filepath.Join(top, "a"), filepath.Join(top, "b")
+	for _, d := range []string{a, b} {
+		if err := os.Mkdir(d, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	pid = testproc.Spin(t).Process.Pid
+	t.Cleanup(func() { testcg.Remove(t, top, a); testcg.Remove(t, top, b) })
+	testcg.Move(t, a, pid)
+	return h, s, table, a, b, pid
+}
+
+// passTwo runs a pass of table and returns the totals of the cgroups at a
+// and b.
+func passTwo(t *testing.T, table *container.Table, h *cgroupfs.Hierarchy, a, b string) (ina, inb schedstat.Stat) {
+	t.Helper()
+	if err := table.Pass(); err != nil {
+		t.Fatal(err)
+	}
+	snap := table.Snapshot()
+	x, _ := snap.Lookup(rel(t, h, a))
+	y, _ := snap.Lookup(rel(t, h, b))
+	return x.Stat, y.Stat
+}
+
+// readTask returns the counters of task tid, as procfs shows them.
+func readTask(t *testing.T, tid int) schedstat.Stat {
+	t.Helper()
+	task, err := procsource.Open("/proc", int32(tid))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer task.Close()
+	st, err := task.Read()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return st
+}
+
+// stopTask stops process pid and waits until its threads are off their CPUs.
+func stopTask(t *testing.T, pid int) {
+	t.Helper()
+	if err := syscall.Kill(pid, syscall.SIGSTOP); err != nil {
+		t.Fatal(err)
+	}
+	testproc.WaitStopped(t, pid)
+}
 
 // TestMovesSplitAtTheMove moves a spinning single-threaded process from
 // one cgroup to another between two passes, stopped at each end of each
@@ -25,41 +90,11 @@ func TestMovesSplitAtTheMove(t *testing.T) {
 	for _, name := range hierarchies {
 		for _, moves := range []bool{true, false} {
 			t.Run(fmt.Sprintf("%s/moves=%v", name, moves), func(t *testing.T) {
-				testcg.Require(t, name)
-				h := hierarchy(t, name)
-				s := openSource(t, Options{Hierarchy: h, Exits: true, Moves: moves})
-				if s.moves != moves {
-					t.Fatalf("moves loaded %v, want %v", s.moves, moves)
-				}
-				table := container.NewCgroupTable(s.Lister(), s)
-				t.Cleanup(func() { table.Close() })
-				top := testcg.Make(t, name)
-				a, b := filepath.Join(top, "a"), filepath.Join(top, "b")
-				for _, d := range []string{a, b} {
-					if err := os.Mkdir(d, 0o755); err != nil {
-						t.Fatal(err)
-					}
-				}
-				spin := testproc.Spin(t)
-				pid := spin.Process.Pid
-				t.Cleanup(func() { testcg.Remove(t, top, a); testcg.Remove(t, top, b) })
-				testcg.Move(t, a, pid)
+				h, _, table, a, b, pid := moveSetup(t, name, moves)
 				stopped := func() schedstat.Stat {
 					t.Helper()
-					if err := syscall.Kill(pid, syscall.SIGSTOP); err != nil {
-						t.Fatal(err)
-					}
-					testproc.WaitStopped(t, pid)
-					task, err := procsource.Open("/proc", int32(pid))
-					if err != nil {
-						t.Fatal(err)
-					}
-					defer task.Close()
-					st, err := task.Read()
-					if err != nil {
-						t.Fatal(err)
-					}
-					return st
+					stopTask(t, pid)
+					return readTask(t, pid)
 				}
 				run := func() schedstat.Stat {
 					t.Helper()
@@ -69,16 +104,7 @@ func TestMovesSplitAtTheMove(t *testing.T) {
 					time.Sleep(200 * time.Millisecond)
 					return stopped()
 				}
-				pass := func() (ina, inb schedstat.Stat) {
-					t.Helper()
-					if err := table.Pass(); err != nil {
-						t.Fatal(err)
-					}
-					snap := table.Snapshot()
-					x, _ := snap.Lookup(rel(t, h, a))
-					y, _ := snap.Lookup(rel(t, h, b))
-					return x.Stat, y.Stat
-				}
+				pass := func() (ina, inb schedstat.Stat) { return passTwo(t, table, h, a, b) }
 
 				s0 := stopped()
 				a0, b0 := pass()
@@ -113,55 +139,13 @@ func TestMovesSplitAtTheMove(t *testing.T) {
 // and was scheduled.
 func TestMovesRaceVisits(t *testing.T) {
 	requireTaskStorage(t)
-	testcg.Require(t, walked)
-	h := hierarchy(t, walked)
-	s := openSource(t, Options{Hierarchy: h, Exits: true, Moves: true})
-	if !s.moves {
-		t.Fatal("the move program did not load")
-	}
-	table := container.NewCgroupTable(s.Lister(), s)
-	t.Cleanup(func() { table.Close() })
-	top := testcg.Make(t, walked)
-	a, b := filepath.Join(top, "a"), filepath.Join(top, "b")
-	for _, d := range []string{a, b} {
-		if err := os.Mkdir(d, 0o755); err != nil {
-			t.Fatal(err)
-		}
-	}
-	spin := testproc.Spin(t)
-	pid := spin.Process.Pid
-	t.Cleanup(func() { testcg.Remove(t, top, a); testcg.Remove(t, top, b) })
-	testcg.Move(t, a, pid)
-	read := func() schedstat.Stat {
-		t.Helper()
-		task, err := procsource.Open("/proc", int32(pid))
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer task.Close()
-		st, err := task.Read()
-		if err != nil {
-			t.Fatal(err)
-		}
-		return st
-	}
+	h, _, table, a, b, pid := moveSetup(t, walked, true)
+	read := func() schedstat.Stat { return readTask(t, pid) }
 	both := func() schedstat.Stat {
-		t.Helper()
-		if err := table.Pass(); err != nil {
-			t.Fatal(err)
-		}
-		snap := table.Snapshot()
-		x, _ := snap.Lookup(rel(t, h, a))
-		y, _ := snap.Lookup(rel(t, h, b))
-		return x.Stat.Add(y.Stat)
+		x, y := passTwo(t, table, h, a, b)
+		return x.Add(y)
 	}
-	stop := func() {
-		t.Helper()
-		if err := syscall.Kill(pid, syscall.SIGSTOP); err != nil {
-			t.Fatal(err)
-		}
-		testproc.WaitStopped(t, pid)
-	}
+	stop := func() { stopTask(t, pid) }
 	stop()
 	start, total0 := read(), both()
 	if err := syscall.Kill(pid, syscall.SIGCONT); err != nil {

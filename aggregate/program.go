@@ -281,20 +281,8 @@ func flush(name string) asm.Instructions {
 		asm.JEq.Imm(asm.R1, 0, name+"_done"),
 		asm.LoadMem(asm.R1, asm.R9, runID, asm.DWord),
 		asm.StoreMem(asm.RFP, stackKey, asm.R1, asm.DWord),
-		asm.LoadMapPtr(asm.R1, 0).WithReference(totalsName),
-		asm.Mov.Reg(asm.R2, asm.RFP),
-		asm.Add.Imm(asm.R2, stackKey),
-		asm.FnMapLookupElem.Call(),
-		asm.JNE.Imm(asm.R0, 0, name+"_add"),
-		asm.Mov.Imm(asm.R1, 0),
-		asm.StoreMem(asm.RFP, stackKey, asm.R1, asm.DWord),
-		asm.LoadMapPtr(asm.R1, 0).WithReference(totalsName),
-		asm.Mov.Reg(asm.R2, asm.RFP),
-		asm.Add.Imm(asm.R2, stackKey),
-		asm.FnMapLookupElem.Call(),
-		asm.JEq.Imm(asm.R0, 0, name+"_done"),
-		asm.Mov.Reg(asm.R6, asm.R0).WithSymbol(name + "_add"),
 	}
+	insns = append(insns, keyed(name, name+"_done")...)
 	for _, off := range []int16{totRun, totWait, totSlices} {
 		insns = append(insns,
 			asm.LoadMem(asm.R1, asm.R9, runDelta+off, asm.DWord),
@@ -449,13 +437,13 @@ func moveProgram(l layout) asm.Instructions {
 	)
 }
 
-// creditKey returns the instructions, starting at label name, that add
-// the delta on the stack to the totals of the cgroup id at stackKey,
-// entry 0 if that entry is gone; they fall through when done and jump to
-// "out" if not even entry 0 is there.
-func creditKey(name string) asm.Instructions {
-	insns := asm.Instructions{
-		asm.LoadMapPtr(asm.R1, 0).WithReference(totalsName).WithSymbol(name),
+// keyed returns the instructions that leave in R6 the totals of the
+// cgroup id at stackKey, or of entry 0 (and 0 at stackKey) if that entry
+// is gone; they jump to miss if not even entry 0 is there. Their last
+// instruction is labelled name+"_add".
+func keyed(name, miss string) asm.Instructions {
+	return asm.Instructions{
+		asm.LoadMapPtr(asm.R1, 0).WithReference(totalsName),
 		asm.Mov.Reg(asm.R2, asm.RFP),
 		asm.Add.Imm(asm.R2, stackKey),
 		asm.FnMapLookupElem.Call(),
@@ -466,9 +454,18 @@ func creditKey(name string) asm.Instructions {
 		asm.Mov.Reg(asm.R2, asm.RFP),
 		asm.Add.Imm(asm.R2, stackKey),
 		asm.FnMapLookupElem.Call(),
-		asm.JEq.Imm(asm.R0, 0, "out"),
+		asm.JEq.Imm(asm.R0, 0, miss),
 		asm.Mov.Reg(asm.R6, asm.R0).WithSymbol(name + "_add"),
 	}
+}
+
+// creditKey returns the instructions, starting at label name, that add
+// the delta on the stack to the totals of the cgroup id at stackKey,
+// entry 0 if that entry is gone; they fall through when done and jump to
+// "out" if not even entry 0 is there.
+func creditKey(name string) asm.Instructions {
+	insns := keyed(name, "out")
+	insns[0] = insns[0].WithSymbol(name)
 	for _, off := range []int16{totRun, totWait, totSlices} {
 		insns = append(insns,
 			asm.LoadMem(asm.R1, asm.RFP, stackDelta+off, asm.DWord),
