@@ -199,6 +199,11 @@ func TestContainerdRestart(t *testing.T) {
 
 	n.ctd.Restart()
 	n.awaitLabels(t, want)
+	// The names were kept while it was down, so they may be whole
+	// before the Client is up again: wait for the line, then count.
+	for deadline := time.Now().Add(10 * time.Second); (!n.client.Up() || n.logs.count("container runtime answers") < 2) && time.Now().Before(deadline); {
+		time.Sleep(10 * time.Millisecond)
+	}
 	if c := n.logs.count("container runtime answers"); c != 2 {
 		t.Errorf("%d lines say the runtime answers, want 2 (start and after the restart):\n%s", c, n.logs)
 	}
