@@ -7,7 +7,9 @@
 // totals of the task's cgroup in the walked hierarchy, a hash map keyed by
 // the cgroup's id (the inode of its directory); it emits nothing per
 // task. A program on tp_btf/sched_process_free, which fires once per task
-// after its final switch away, adds the task's last stretch the same way.
+// after its final switch away, adds the task's last stretch the same way,
+// and with Options.Moves one on tp_btf/cgroup_attach_task credits a moved
+// task's increase since its last visit to the cgroup it left.
 // The daemon reads the map with batch lookups, and container.NewCgroupTable
 // credits each cgroup the increase of its totals. With Options.PinPath the
 // task storage and the totals are pinned in bpffs, so a daemon restarted
