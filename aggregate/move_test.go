@@ -155,7 +155,10 @@ func TestMovesRaceVisits(t *testing.T) {
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
-		for end := time.Now().Add(2 * time.Second); time.Now().Before(end); moved++ {
+		// 2 s and 200 moves, whichever takes longer (an emulated kernel
+		// moves a few hundred times a second), within 30 s.
+		start := time.Now()
+		for ; (time.Since(start) < 2*time.Second || moved < 200) && time.Since(start) < 30*time.Second; moved++ {
 			dir := a
 			if moved%2 == 0 {
 				dir = b
@@ -180,7 +183,7 @@ func TestMovesRaceVisits(t *testing.T) {
 	end, total1 := read(), both()
 	want, got := end.Since(start), total1.Since(total0)
 	t.Logf("%d moves, %d passes: the spinner %+v, its two cgroups %+v", moved, passes, want, got)
-	if moved < 100 || passes < 10 {
+	if moved < 200 || passes < 10 {
 		t.Fatalf("only %d moves and %d passes", moved, passes)
 	}
 	if got != want {
