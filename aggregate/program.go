@@ -308,20 +308,26 @@ func flush(name string) asm.Instructions {
 	return insns
 }
 
-// freeProgram returns the sched_process_free program: the task is dead,
-// reaped and past its final switch away, so its counters are final. It
-// adds their increase over the task storage's last visit (all of them if
-// no visit came) to the totals of the task's cgroup.
-func freeProgram(l layout) asm.Instructions {
-	insns := asm.Instructions{
-		asm.LoadMem(asm.R7, asm.R1, int16(8*l.freeTaskArg), asm.DWord),
+// storageOfArg returns the instructions that load the task in slot arg of
+// a tracepoint's context into R7 and look its storage up (not made) into
+// R0, NULL if it has none.
+func storageOfArg(arg int) asm.Instructions {
+	return asm.Instructions{
+		asm.LoadMem(asm.R7, asm.R1, int16(8*arg), asm.DWord),
 		asm.LoadMapPtr(asm.R1, 0).WithReference(lastName),
 		asm.Mov.Reg(asm.R2, asm.R7),
 		asm.Mov.Imm(asm.R3, 0),
 		asm.Mov.Imm(asm.R4, 0),
 		asm.FnTaskStorageGet.Call(),
-		asm.Mov.Reg(asm.R9, asm.R0),
 	}
+}
+
+// freeProgram returns the sched_process_free program: the task is dead,
+// reaped and past its final switch away, so its counters are final. It
+// adds their increase over the task storage's last visit (all of them if
+// no visit came) to the totals of the task's cgroup.
+func freeProgram(l layout) asm.Instructions {
+	insns := append(storageOfArg(l.freeTaskArg), asm.Mov.Reg(asm.R9, asm.R0))
 	for i, c := range counters(l) {
 		ok := "delta" + string(rune('0'+i))
 		insns = append(insns,
@@ -403,17 +409,12 @@ func noteCgroup() asm.Instructions {
 // the next credit. A task no visit has seen yet, or one whose move was in
 // another v1 hierarchy, is left to the iterator.
 func moveProgram(l layout) asm.Instructions {
-	insns := asm.Instructions{
-		asm.LoadMem(asm.R7, asm.R1, int16(8*l.moveTaskArg), asm.DWord),
-		asm.LoadMapPtr(asm.R1, 0).WithReference(lastName),
-		asm.Mov.Reg(asm.R2, asm.R7),
-		asm.Mov.Imm(asm.R3, 0),
-		asm.Mov.Imm(asm.R4, 0),
-		asm.FnTaskStorageGet.Call(),
+	insns := storageOfArg(l.moveTaskArg)
+	insns = append(insns,
 		asm.JEq.Imm(asm.R0, 0, "out"),
 		asm.Mov.Reg(asm.R9, asm.R0),
 		asm.StoreMem(asm.RFP, stackStore, asm.R9, asm.DWord),
-	}
+	)
 	insns = append(insns, l.cgroup.TaskCgroup(asm.R6, asm.R7, "out")...)
 	insns = append(insns, l.cgroup.CgroupID(asm.R1, asm.R6, "out")...)
 	insns = append(insns,
