@@ -26,5 +26,8 @@ func Select(opts Options, logger *slog.Logger) (s *Source, unavailable bool) {
 		return nil, true
 	}
 	logger.Info("runqueue latency and preemption tracking on: a program on sched_switch counts every wait and preemption", "latency", opts.Latency, "preemption", opts.Preemption)
+	if buffered, why := s.Buffered(); !buffered {
+		logger.Warn("runqueue latency and preemption counted in each cgroup's map at every switch, about 40 ns more a switch: the kernel refused the per-task buffer (BPF atomics, Linux 5.12, and task storage in a task iterator)", "err", why)
+	}
 	return s, false
 }
