@@ -232,11 +232,12 @@ bench-smoke:
 	$(GO) test -run '^$$' -bench . -benchtime=1x -benchmem -short -timeout 10m $(PKGS)
 
 # bench-daemon runs the real daemon binary over real threads and cgroups,
-# BENCH_DAEMON (60s) per design: the default source, the procfs source and
-# a cAdvisor-style reader, one after another, over 10,000 threads in 100
-# cgroups and 20,000 threads in 5,000 cgroups, and prints a table (see
-# benchmarks/PERFORMANCE.md). It needs root and takes about ten minutes;
-# make test leaves it out (bench-smoke runs its small size once).
+# BENCH_DAEMON (60s) per design: the default source, the kernel totals,
+# the procfs source and a cAdvisor-style reader, one after another, over
+# 10,000 threads in 100 cgroups and 20,000 threads in 5,000 cgroups, and
+# prints a table (see benchmarks/PERFORMANCE.md). It needs root and takes
+# about ten minutes; make test leaves it out (bench-smoke runs its small
+# size once).
 # SCHEDSTATD_BENCH_WORKLOADS and SCHEDSTATD_BENCH_DESIGNS pick by name
 # (threads=20000, schedstatd-procfs), SCHEDSTATD_BENCH_SCRAPE sets the
 # scrape interval (10s), SCHEDSTATD_BENCH_PERF=<dir> records perf profiles.

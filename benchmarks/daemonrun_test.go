@@ -120,45 +120,60 @@ func sampleOf(tb testing.TB, pid int) sample {
 }
 
 // bpfRunTimes returns the run time (kernel BPF stats, run_time_ns) of
-// every BPF program the process holds an fd of, summed by program name.
+// every BPF program the process holds an fd of, summed by program name;
+// an iterator's name (a program of one of the process's iter links, which
+// runs in the process's own reads) ends in "/iter".
 func bpfRunTimes(tb testing.TB, pid int) map[string]time.Duration {
 	tb.Helper()
-	out := map[string]time.Duration{}
 	dir := fmt.Sprintf("/proc/%d/fdinfo", pid)
 	ents, err := os.ReadDir(dir)
 	if err != nil {
 		tb.Fatal(err)
 	}
-	seen := map[uint64]bool{}
+	// Every prog_id of the fds (programs and links), and which are the
+	// programs of iter links.
+	ids, iters := map[uint64]bool{}, map[uint64]bool{}
 	for _, e := range ents {
 		f, err := os.Open(filepath.Join(dir, e.Name()))
 		if err != nil {
 			continue
 		}
+		var iter bool
+		var id uint64
 		sc := bufio.NewScanner(f)
 		for sc.Scan() {
-			v, ok := strings.CutPrefix(sc.Text(), "prog_id:")
-			if !ok {
-				continue
+			k, v, _ := strings.Cut(sc.Text(), ":")
+			switch v = strings.TrimSpace(v); k {
+			case "link_type":
+				iter = v == "iter"
+			case "prog_id":
+				if id, err = strconv.ParseUint(v, 10, 32); err == nil {
+					ids[id] = true
+				}
 			}
-			id, err := strconv.ParseUint(strings.TrimSpace(v), 10, 32)
-			if err != nil || seen[id] {
-				continue
-			}
-			seen[id] = true
-			prog, err := ebpf.NewProgramFromID(ebpf.ProgramID(id))
-			if err != nil {
-				tb.Fatalf("BPF program %d of process %d: %v", id, pid, err)
-			}
-			info, ierr := prog.Info()
-			stats, serr := prog.Stats()
-			prog.Close()
-			if ierr != nil || serr != nil {
-				tb.Fatalf("BPF program %d: info %v, stats %v", id, ierr, serr)
-			}
-			out[info.Name] += stats.Runtime
 		}
 		f.Close()
+		if iter && id != 0 {
+			iters[id] = true
+		}
+	}
+	out := map[string]time.Duration{}
+	for id := range ids {
+		prog, err := ebpf.NewProgramFromID(ebpf.ProgramID(id))
+		if err != nil {
+			tb.Fatalf("BPF program %d of process %d: %v", id, pid, err)
+		}
+		info, ierr := prog.Info()
+		stats, serr := prog.Stats()
+		prog.Close()
+		if ierr != nil || serr != nil {
+			tb.Fatalf("BPF program %d: info %v, stats %v", id, ierr, serr)
+		}
+		name := info.Name
+		if iters[id] {
+			name += "/iter"
+		}
+		out[name] += stats.Runtime
 	}
 	return out
 }
