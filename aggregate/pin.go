@@ -51,6 +51,19 @@ func preparePins(dir, mountAt string) (mounted bool, err error) {
 	return mounted, nil
 }
 
+// Persistent reports whether pins made at dir would outlive the daemon's
+// mount namespace: dir, or its nearest ancestor that exists, is on a bpf
+// filesystem mounted already (the host's, or one bind-mounted from it
+// into the daemon's container). A bpf filesystem Open mounts itself, in
+// a container's own mount namespace, is gone with the container.
+func Persistent(dir string) bool {
+	if dir == "" || !filepath.IsAbs(dir) {
+		return false
+	}
+	on, err := onBPFFS(existingAncestor(filepath.Clean(dir)))
+	return err == nil && on
+}
+
 // existingAncestor returns dir or its nearest ancestor that exists.
 func existingAncestor(dir string) string {
 	for {

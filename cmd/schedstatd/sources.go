@@ -76,7 +76,7 @@ func openSources(cfg *config, logger *slog.Logger) (*sources, error) {
 	// split a moved task's time at the move, as exit capture's move
 	// records do for the task sources.
 	exits := loadmode.Mode(cfg.exitCapture) != loadmode.Off
-	if src.agg, err = aggregate.Select(aggregateMode(cfg.collectSource), aggregate.Options{Hierarchy: h, Exits: exits, Moves: exits, PinPath: cfg.bpfPinPath, Logger: logger}, logger); err != nil {
+	if src.agg, err = aggregate.Select(aggregateMode(cfg.collectSource, cfg.bpfPinPath), aggregate.Options{Hierarchy: h, Exits: exits, Moves: exits, PinPath: cfg.bpfPinPath, Logger: logger}, logger); err != nil {
 		src.close()
 		return nil, fmt.Errorf("--collect.source=%s: %w", cfg.collectSource, err)
 	}
@@ -232,13 +232,17 @@ func (s *sources) newTable() *container.Table {
 	return container.NewTable(s.lister, s.tasks)
 }
 
-// aggregateMode maps --collect.source to the kernel totals' mode:
-// aggregate requires them; auto does not load them yet, as they need
-// bpffs (--bpf.pin-path) to lose nothing across a restart of the daemon,
-// which the task sources do without it.
-func aggregateMode(source string) loadmode.Mode {
-	if source == "aggregate" {
+// aggregateMode maps --collect.source and --bpf.pin-path to the kernel
+// totals' mode: aggregate requires them; auto takes them where they load
+// and pinPath is on a bpf filesystem mounted already, since without
+// their pins a restart of the daemon loses what live threads waited
+// since the last state write, which the task sources do not.
+func aggregateMode(source, pinPath string) loadmode.Mode {
+	switch {
+	case source == "aggregate":
 		return loadmode.On
+	case source == "auto" && aggregate.Persistent(pinPath):
+		return loadmode.Auto
 	}
 	return loadmode.Off
 }
