@@ -462,8 +462,14 @@ const batch = 4096
 func (s *Source) Totals() []container.CgroupTotal { return s.totals }
 
 // Exits implements container.CgroupSource: the tasks freed since the first
-// read attached the sched_process_free program, at the last read.
-func (s *Source) Exits() uint64 { return s.exitCount.Load() }
+// read attached the sched_process_free program, at the last read; 0 for a
+// nil Source.
+func (s *Source) Exits() uint64 {
+	if s == nil {
+		return 0
+	}
+	return s.exitCount.Load()
+}
 
 // Forget implements container.CgroupSource: it deletes id's entry and
 // returns its totals. A program that found the entry just before the

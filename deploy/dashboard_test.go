@@ -202,7 +202,7 @@ func registryNames(t *testing.T) map[string]bool {
 	reg := prometheus.NewRegistry()
 	lat := schedlat.NewRollup(schedCounts{tree.ID("/kubepods.slice"): {Waits: 1, WaitNanoseconds: 5000, Buckets: [schedlat.Buckets]uint64{10: 1}}})
 	reg.MustRegister(collector.NewExporter(p, collector.WithLabeler(rt), collector.WithSchedLatency(lat)), p.Duration(), rt,
-		taskiter.NewCollector(nil), exitcapture.NewCollector(nil, func() uint64 { return 0 }),
+		taskiter.NewCollector(nil), exitcapture.NewCollector(nil, nil, func() uint64 { return 0 }),
 		schedlat.NewCollector(lat, false),
 		procsource.NewCollector(&procsource.FDBudget{Max: 100}),
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))

@@ -13,9 +13,11 @@ import (
 	dto "github.com/prometheus/client_model/go"
 	"github.com/prometheus/common/expfmt"
 	"github.com/prometheus/common/model"
+	"github.com/schedstatd/schedstatd/aggregate"
 	"github.com/schedstatd/schedstatd/internal/imagebuild"
 	"github.com/schedstatd/schedstatd/internal/testkit/containerdtest"
 	"github.com/schedstatd/schedstatd/internal/testkit/testcg"
+	"golang.org/x/sys/unix"
 	corev1 "k8s.io/api/core/v1"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 )
@@ -82,8 +84,24 @@ func TestImageAsDaemonSet(t *testing.T) {
 		ctr.SecurityContext.Capabilities.Add = add
 	}
 	state := t.TempDir()
+	// The host's bpf filesystem, as systemd mounts it: the test's own.
+	bpffs := t.TempDir()
+	if err := unix.Mount("bpf", bpffs, "bpf", 0, "mode=0700"); err != nil {
+		t.Fatalf("mount bpffs at %s: %v", bpffs, err)
+	}
+	t.Cleanup(func() {
+		// Detached: the daemon's container may still hold its bind mount.
+		if err := unix.Unmount(bpffs, unix.MNT_DETACH); err != nil {
+			t.Errorf("unmount %s: %v", bpffs, err)
+		}
+	})
+	// With it, auto takes the kernel totals where the kernel has them.
+	source, startLine := "aggregate", "task_source=aggregate"
+	if err := aggregate.KernelSupports(); err != nil {
+		source, startLine = "iter", "task_iterator=true"
+	}
 	node := criNode{
-		hostPaths:    map[string]string{"/run/containerd": c.Dir, "/run/schedstatd": state},
+		hostPaths:    map[string]string{"/run/containerd": c.Dir, "/run/schedstatd": state, "/sys/fs/bpf": bpffs},
 		memoryBytes:  memTotal(t),
 		cgroupParent: c.PodCgroupParent,
 		logDir:       filepath.Join(c.Dir, "pods"),
@@ -202,7 +220,7 @@ func TestImageAsDaemonSet(t *testing.T) {
 		}{
 			{"schedstatd_runtime_up", "", 1},
 			{"schedstatd_host_pid_namespace", "", 1},
-			{"schedstatd_task_source", "iter", 1},
+			{"schedstatd_task_source", source, 1},
 			{"schedstatd_exit_capture_enabled", "", 1},
 		} {
 			if got := gaugeOf(mfs, g.name, g.label); got != g.want {
@@ -218,10 +236,13 @@ func TestImageAsDaemonSet(t *testing.T) {
 				t.Logf("its log: %s", line)
 			}
 		}
-		for _, want := range []string{"task_iterator=true", "exit_capture=true", "container_runtime=true"} {
+		for _, want := range []string{startLine, "exit_capture=true", "container_runtime=true"} {
 			if !strings.Contains(log, want) {
 				t.Errorf("the start line lacks %s:\n%s", want, log)
 			}
+		}
+		if ents, _ := os.ReadDir(filepath.Join(bpffs, "schedstatd")); source == "aggregate" && len(ents) == 0 {
+			t.Errorf("no map pinned in the host's bpf filesystem (%s/schedstatd)", bpffs)
 		}
 		// Its own container, named as it names others'.
 		l := seriesOf(mfs, "container_schedstat_tasks", daemon.CgroupID())

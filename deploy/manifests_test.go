@@ -11,6 +11,7 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 
+	"github.com/schedstatd/schedstatd/aggregate"
 	"github.com/schedstatd/schedstatd/internal/testkit/yamlstrict"
 )
 
@@ -221,8 +222,9 @@ func TestDaemonSetPrivileges(t *testing.T) {
 		t.Errorf("capabilities added: %v, want SYS_RESOURCE, BPF and PERFMON alone", sc.Capabilities.Add)
 	}
 	for _, vm := range c.VolumeMounts {
-		// The state file's directory is the one place the daemon writes.
-		if !vm.ReadOnly && vm.Name != stateVolume {
+		// The state file's directory and the kernel totals' pins are
+		// where the daemon writes.
+		if !vm.ReadOnly && vm.Name != stateVolume && vm.Name != bpffsVolume {
 			t.Errorf("volume %s is mounted read-write", vm.Name)
 		}
 	}
@@ -415,6 +417,35 @@ func TestStateMount(t *testing.T) {
 	for _, v := range m.ds.Spec.Template.Spec.Volumes {
 		if v.Name == stateVolume && (v.HostPath.Type == nil || *v.HostPath.Type != corev1.HostPathDirectoryOrCreate) {
 			t.Errorf("volume %s: type %v, want DirectoryOrCreate", v.Name, v.HostPath.Type)
+		}
+	}
+}
+
+// bpffsVolume is the volume of the host's bpf filesystem.
+const bpffsVolume = "bpffs"
+
+// TestBPFFSMount checks that --bpf.pin-path (the daemon's default unless
+// the DaemonSet names one) lies on the writable hostPath volume of the
+// host's /sys/fs/bpf, at the same path, which must exist: where the host
+// has a bpf filesystem there, auto takes the kernel totals and their pins
+// outlive the pod.
+func TestBPFFSMount(t *testing.T) {
+	m := load(t)
+	c := m.container(t)
+	path, set := daemonSetFlags(t, c)["bpf.pin-path"]
+	if !set {
+		path = aggregate.BPFFSRoot + "/schedstatd"
+	}
+	vm, hostPath, ok := mountFor(m, c, path)
+	if !ok || vm.Name != bpffsVolume || vm.ReadOnly {
+		t.Fatalf("--bpf.pin-path=%s is not on the writable volume %q: %+v", path, bpffsVolume, vm)
+	}
+	if hostPath != aggregate.BPFFSRoot || vm.MountPath != aggregate.BPFFSRoot {
+		t.Errorf("%s mounted at %s from the host's %s; want the host's %s at the same path", bpffsVolume, vm.MountPath, hostPath, aggregate.BPFFSRoot)
+	}
+	for _, v := range m.ds.Spec.Template.Spec.Volumes {
+		if v.Name == bpffsVolume && (v.HostPath.Type == nil || *v.HostPath.Type != corev1.HostPathDirectory) {
+			t.Errorf("volume %s: type %v, want Directory (the kernel makes it; made by the kubelet it would be no bpf filesystem)", v.Name, v.HostPath.Type)
 		}
 	}
 }

@@ -66,6 +66,7 @@ func TestPodToCRI(t *testing.T) {
 	want := map[string]string{
 		"/host/proc": "/proc ro", "/host/sys/fs/cgroup": "/sys/fs/cgroup ro",
 		"/run/containerd": node.hostPaths["/run/containerd"] + " ro", "/run/schedstatd": node.hostPaths["/run/schedstatd"] + " rw",
+		"/sys/fs/bpf": "/sys/fs/bpf rw",
 	}
 	if d := cmp.Diff(want, mounts); d != "" {
 		t.Errorf("mounts (-want +got):\n%s", d)

@@ -21,15 +21,25 @@ var (
 // goroutine.
 type Collector struct {
 	src          *Source
+	elsewhere    Elsewhere
 	unattributed func() uint64
 }
 
+// Elsewhere is exit capture done by another source: the kernel totals'
+// own program at sched_process_free (aggregate.Source). HasExitHook
+// reports whether it is loaded, Exits how many tasks it took at exit.
+type Elsewhere interface {
+	HasExitHook() bool
+	Exits() uint64
+}
+
 // NewCollector returns a collector of src's counts; src may be nil, when
-// exit capture is off or unavailable. unattributed returns the table's
-// count of exit records credited to an ancestor because their cgroup was
-// gone (container.Counters.UnattributedExits).
-func NewCollector(src *Source, unattributed func() uint64) *Collector {
-	return &Collector{src: src, unattributed: unattributed}
+// exit capture is off or unavailable, or done elsewhere (nil if not).
+// unattributed returns the table's count of exit records credited to an
+// ancestor because their cgroup was gone
+// (container.Counters.UnattributedExits).
+func NewCollector(src *Source, elsewhere Elsewhere, unattributed func() uint64) *Collector {
+	return &Collector{src: src, elsewhere: elsewhere, unattributed: unattributed}
 }
 
 // Describe sends the six descriptions.
@@ -46,8 +56,12 @@ func (c *Collector) Describe(ch chan<- *prometheus.Desc) {
 func (c *Collector) Collect(ch chan<- prometheus.Metric) {
 	st := c.src.Stats()
 	enabled := 0.0
-	if c.src != nil {
+	switch {
+	case c.src != nil:
 		enabled = 1
+	case c.elsewhere != nil && c.elsewhere.HasExitHook():
+		enabled = 1
+		st.Events = c.elsewhere.Exits()
 	}
 	var un uint64
 	if c.unattributed != nil {

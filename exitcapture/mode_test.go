@@ -65,7 +65,7 @@ func TestSelect(t *testing.T) {
 // off and count nothing.
 func TestCollectorDisabled(t *testing.T) {
 	s, _ := Select(loadmode.Auto, Options{Hierarchy: defaultHierarchy(t), Load: denied}, slog.New(slog.DiscardHandler))
-	c := NewCollector(s, nil)
+	c := NewCollector(s, nil, nil)
 	want := `
 # HELP schedstatd_exit_capture_enabled 1 if exit capture is loaded and exited tasks count up to their exit; 0 if the daemon polls only.
 # TYPE schedstatd_exit_capture_enabled gauge
@@ -92,6 +92,41 @@ schedstatd_migration_events_total 0
 	problems, err := testutil.CollectAndLint(c)
 	if err != nil || len(problems) > 0 {
 		t.Errorf("lint: %v %v", err, problems)
+	}
+}
+
+// kernelTotals stands for the kernel totals' exit program.
+type kernelTotals struct {
+	loaded bool
+	exits  uint64
+}
+
+func (k kernelTotals) HasExitHook() bool { return k.loaded }
+func (k kernelTotals) Exits() uint64     { return k.exits }
+
+// TestCollectorElsewhere: with no Source of its own, exit capture is on
+// when the kernel totals take exits themselves, and their count is the
+// exit events'; off when they do not.
+func TestCollectorElsewhere(t *testing.T) {
+	for _, tc := range []struct {
+		k              kernelTotals
+		enabled, exits int
+	}{
+		{kernelTotals{true, 42}, 1, 42},
+		{kernelTotals{false, 42}, 0, 0},
+	} {
+		want := fmt.Sprintf(`
+# HELP schedstatd_exit_capture_enabled 1 if exit capture is loaded and exited tasks count up to their exit; 0 if the daemon polls only.
+# TYPE schedstatd_exit_capture_enabled gauge
+schedstatd_exit_capture_enabled %d
+# HELP schedstatd_exit_events_total Exit records received from the kernel, one per exited task (thread).
+# TYPE schedstatd_exit_events_total counter
+schedstatd_exit_events_total %d
+`, tc.enabled, tc.exits)
+		err := testutil.CollectAndCompare(NewCollector(nil, tc.k, nil), strings.NewReader(want), "schedstatd_exit_capture_enabled", "schedstatd_exit_events_total")
+		if err != nil {
+			t.Errorf("%+v: %v", tc.k, err)
+		}
 	}
 }
 

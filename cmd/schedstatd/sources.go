@@ -154,7 +154,7 @@ func (s *sources) collectors(poller *collector.Poller) []prometheus.Collector {
 			Name: "schedstatd_cpu_pressure_enabled",
 			Help: "1 if the kernel reports CPU pressure (PSI) for cgroups and the container_cpu_schedstat_pressure_* series are served; 0 with psi=0, a kernel without CONFIG_PSI, or no cgroup v2 hierarchy.",
 		}, func() float64 { return boolFloat(s.pressure) }),
-		exitcapture.NewCollector(s.exits, func() uint64 { return poller.Last().Counters.UnattributedExits }),
+		exitcapture.NewCollector(s.exits, s.agg, func() uint64 { return poller.Last().Counters.UnattributedExits }),
 		taskiter.NewCollectorInUse(s.iter, s.name()),
 		aggregate.NewCollector(s.agg),
 		procsource.NewCollector(s.fds),

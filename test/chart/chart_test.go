@@ -249,6 +249,19 @@ func TestNonDefaultValues(t *testing.T) {
 		}
 	}
 
+	// Without the host's bpf filesystem, no mount or volume of it.
+	ds, c = daemonSet(t, "bpffs: {enabled: false}")
+	for _, m := range c.VolumeMounts {
+		if m.Name == "bpffs" || m.MountPath == "/sys/fs/bpf" {
+			t.Errorf("mount %s with bpffs disabled", m.Name)
+		}
+	}
+	for _, v := range ds.Spec.Template.Spec.Volumes {
+		if v.Name == "bpffs" {
+			t.Error("a bpffs volume with bpffs disabled")
+		}
+	}
+
 	// Without state, no flag, mount or volume.
 	_, c = daemonSet(t, "state: {enabled: false}")
 	if _, ok := flag(c.Args, "state.path"); ok {
