@@ -51,3 +51,37 @@ func (t *Table) CgroupID(path string) (uint64, bool) {
 	}
 	return cg.id, true
 }
+
+// CgroupRef names one cgroup of a pass: its kernel id and its path.
+type CgroupRef struct {
+	ID   uint64
+	Path string
+}
+
+// TracksTasks reports whether the table tracks tasks; a table of
+// per-cgroup totals (NewCgroupTable) does not, and its CgroupTasks finds
+// none: CgroupSubtree names the cgroups whose threads to read instead.
+func (t *Table) TracksTasks() bool { return t.totals == nil }
+
+// CgroupSubtree appends to out the cgroup of kernel id id and each of its
+// descendants that the last pass listed, parents first, and returns out
+// with that cgroup's path; ok is false as for CgroupTasks. It only reads,
+// and must be called from the goroutine that owns the table.
+func (t *Table) CgroupSubtree(id uint64, out []CgroupRef) (path string, cgroups []CgroupRef, ok bool) {
+	want := t.cgroups.byID[id]
+	if want == nil || want.seen != t.pass || want.folded != nil {
+		return "", out, false
+	}
+	for _, cg := range t.cgroups.order {
+		if cg.seen != t.pass || cg.folded != nil {
+			continue
+		}
+		for c := cg; c != nil && c.depth >= want.depth; c = c.parent {
+			if c == want {
+				out = append(out, CgroupRef{ID: cg.id, Path: cg.path})
+				break
+			}
+		}
+	}
+	return want.path, out, true
+}

@@ -67,6 +67,33 @@ func TestCgroupTasks(t *testing.T) {
 	}
 }
 
+// TestCgroupSubtree names a cgroup and its descendants of the last pass,
+// parents first, and no longer a removed one.
+func TestCgroupSubtree(t *testing.T) {
+	r := newRig(t, "/", "/a", "/a/b", "/a/b/c", "/d")
+	r.pass()
+	if !r.table.TracksTasks() {
+		t.Error("a table of tasks says it tracks none")
+	}
+	ref := func(p string) container.CgroupRef { return container.CgroupRef{ID: r.tree.ID(p), Path: p} }
+	path, got, ok := r.table.CgroupSubtree(r.tree.ID("/a"), nil)
+	if want := []container.CgroupRef{ref("/a"), ref("/a/b"), ref("/a/b/c")}; !ok || path != "/a" || !slices.Equal(got, want) {
+		t.Errorf("CgroupSubtree(/a) = %q, %v, %v; want /a, %v", path, got, ok, want)
+	}
+	if _, got, _ := r.table.CgroupSubtree(r.tree.ID("/d"), nil); !slices.Equal(got, []container.CgroupRef{ref("/d")}) {
+		t.Errorf("CgroupSubtree(/d) = %v", got)
+	}
+	gone := r.tree.ID("/a/b/c")
+	r.tree.Rmdir("/a/b/c")
+	r.pass()
+	if _, _, ok := r.table.CgroupSubtree(gone, nil); ok {
+		t.Error("a removed cgroup has a subtree")
+	}
+	if _, got, _ := r.table.CgroupSubtree(r.tree.ID("/a"), nil); !slices.Equal(got, []container.CgroupRef{ref("/a"), ref("/a/b")}) {
+		t.Errorf("after /a/b/c went: %v", got)
+	}
+}
+
 // TestCgroupTasksDoesNotAllocateBeyondOut reads into a buffer large enough.
 func TestCgroupTasksDoesNotAllocateBeyondOut(t *testing.T) {
 	r := newRig(t, "/", "/a")

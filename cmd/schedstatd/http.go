@@ -20,10 +20,12 @@ import (
 // scraper sends no timeout; after it, the scrape gets the latest totals.
 const maxPassWait = 10 * time.Second
 
-// newMux serves the landing page, the metrics and /healthz: the container
-// series of poller's snapshots (exported with opts), the daemon's own
-// metrics, and extra collectors of the sources.
-func newMux(cfg *config, poller *collector.Poller, logger *slog.Logger, opts []collector.Option, extra ...prometheus.Collector) http.Handler {
+// newMux serves the landing page, the metrics, the tasks API and
+// /healthz: the container series of poller's snapshots (exported with
+// opts), the daemon's own metrics, and extra collectors of the sources;
+// threads reads the tasks of a table that tracks none (nil if every table
+// does).
+func newMux(cfg *config, poller *collector.Poller, logger *slog.Logger, threads threadReader, opts []collector.Option, extra ...prometheus.Collector) http.Handler {
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(
 		poller.Duration(),
@@ -39,7 +41,7 @@ func newMux(cfg *config, poller *collector.Poller, logger *slog.Logger, opts []c
 
 	mux := http.NewServeMux()
 	mux.Handle(cfg.metricsPath, readOnly(limit(cfg.maxRequests, fresh(poller, metrics, logger))))
-	mux.Handle(collector.TasksPath, readOnly(limit(cfg.maxRequests, &tasksHandler{poller: poller, procfs: cfg.procfs, logger: logger})))
+	mux.Handle(collector.TasksPath, readOnly(limit(cfg.maxRequests, &tasksHandler{poller: poller, procfs: cfg.procfs, threads: threads, logger: logger})))
 	mux.HandleFunc("/healthz", func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
 		if err := poller.Health(time.Now()); err != nil {

@@ -38,7 +38,7 @@ func TestHealthzFollowsPasses(t *testing.T) {
 	logger := slog.New(slog.NewTextHandler(io.Discard, nil))
 	poller := collector.NewPoller(container.NewTable(tree, synth.NewKernel()), interval, logger)
 	testrun.Background(t, poller.Run)
-	srv := httptest.NewServer(newMux(&config{metricsPath: "/metrics", maxRequests: 2}, poller, logger, nil))
+	srv := httptest.NewServer(newMux(&config{metricsPath: "/metrics", maxRequests: 2}, poller, logger, nil, nil))
 	defer srv.Close()
 
 	get := func() (int, string) {
@@ -89,7 +89,7 @@ func TestScrapeBeforeFirstPassIs503(t *testing.T) {
 		poller.Run(ctx)
 		close(done)
 	}()
-	srv := httptest.NewServer(newMux(&config{metricsPath: "/metrics"}, poller, logger, nil))
+	srv := httptest.NewServer(newMux(&config{metricsPath: "/metrics"}, poller, logger, nil, nil))
 	defer srv.Close()
 	defer func() {
 		cancel()

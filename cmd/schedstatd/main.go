@@ -221,7 +221,7 @@ func serve(cfg *config, logger *slog.Logger) error {
 	go src.pairs.Run(ctx, cfg.interval)
 
 	server := &http.Server{
-		Handler:           src.withPreemptions(newMux(cfg, poller, logger, append(src.exporterOptions(), collector.WithSelection(cfg.selection.compiled)), append(src.collectors(poller), keeper)...), cfg, poller),
+		Handler:           src.withPreemptions(newMux(cfg, poller, logger, src.threadReader(cfg.procfs), append(src.exporterOptions(), collector.WithSelection(cfg.selection.compiled)), append(src.collectors(poller), keeper)...), cfg, poller),
 		ReadHeaderTimeout: cfg.headerWait,
 		ReadTimeout:       30 * time.Second,
 		IdleTimeout:       2 * time.Minute,

@@ -8,20 +8,72 @@ import (
 	"log/slog"
 	"net/http"
 	"net/url"
+	"os"
+	"path/filepath"
 	"strconv"
 	"time"
 
+	"github.com/schedstatd/schedstatd/cgroupfs"
 	"github.com/schedstatd/schedstatd/collector"
 	"github.com/schedstatd/schedstatd/container"
+	"github.com/schedstatd/schedstatd/procsource"
 )
 
 // tasksHandler serves collector.TasksPath: the processes and threads of
 // the cgroup named by the query, after a fresh pass that it shares with
 // the scrapes and requests that wait at the same time.
 type tasksHandler struct {
-	poller *collector.Poller
-	procfs string
-	logger *slog.Logger
+	poller  *collector.Poller
+	procfs  string
+	threads threadReader
+	logger  *slog.Logger
+}
+
+// threadReader reads, now, the threads of cgroups and their counters.
+type threadReader func(cgroups []container.CgroupRef) []container.TaskStats
+
+// threadReader returns the reader of threads for a table of per-cgroup
+// totals, which tracks none: each cgroup's threads file, then each
+// thread's /proc/<tid>/schedstat under procRoot. It is nil without the
+// kernel totals.
+func (s *sources) threadReader(procRoot string) threadReader {
+	if s.agg == nil {
+		return nil
+	}
+	return func(cgroups []container.CgroupRef) []container.TaskStats {
+		return readThreads(s.hier.Dir(), s.hier.ThreadsFile(), procRoot, cgroups)
+	}
+}
+
+// readThreads reads the threads of each cgroup, below dir, from its
+// threadsFile, and each thread's counters and start time from procfs at
+// procRoot. A cgroup or thread that is gone or cannot be read is left out:
+// the answer is a view of the moment, not a counter.
+func readThreads(dir, threadsFile, procRoot string, cgroups []container.CgroupRef) []container.TaskStats {
+	var out []container.TaskStats
+	var tids []int32
+	for _, cg := range cgroups {
+		b, err := os.ReadFile(filepath.Join(dir, cg.Path, threadsFile))
+		if err != nil {
+			continue
+		}
+		if tids, err = cgroupfs.ParseTIDs(b, tids[:0]); err != nil {
+			continue
+		}
+		for _, tid := range tids {
+			task, err := procsource.Open(procRoot, tid)
+			if err != nil {
+				continue
+			}
+			st, err := task.Read()
+			start := task.StartTime()
+			task.Close()
+			if err == nil {
+				out = append(out, container.TaskStats{TID: tid, StartTime: start, Stat: st, CgroupID: cg.ID, CgroupPath: cg.Path})
+			}
+		}
+	}
+	return out
 }
 
 // tasksQuery is a parsed query: a kernel id, or a path (the id label).
@@ -106,10 +158,12 @@ func (h *tasksHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	var (
-		path  string
-		id    = q.id
-		tasks []container.TaskStats
-		found bool
+		path    string
+		id      = q.id
+		tasks   []container.TaskStats
+		cgroups []container.CgroupRef
+		tracks  bool
+		found   bool
 	)
 	ctx, cancel := context.WithTimeout(r.Context(), tasksWait(r))
 	s, err := h.poller.FreshView(ctx, func(t *container.Table) {
@@ -118,7 +172,11 @@ func (h *tasksHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 				return
 			}
 		}
-		path, tasks, found = t.CgroupTasks(id, nil)
+		if tracks = t.TracksTasks(); tracks {
+			path, tasks, found = t.CgroupTasks(id, nil)
+		} else {
+			path, cgroups, found = t.CgroupSubtree(id, nil)
+		}
 	})
 	cancel()
 	if err != nil {
@@ -129,7 +187,15 @@ func (h *tasksHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, fmt.Sprintf("no cgroup with %s in the pass of %s", q, s.Time.Format("15:04:05.000")), http.StatusNotFound)
 		return
 	}
-	out := collector.NewCgroupTasks(h.procfs, id, path, s.Time, tasks)
+	at := s.Time
+	if !tracks && h.threads != nil {
+		// The kernel totals keep no task: their threads are read now,
+		// outside the pass, from the cgroups it listed, and the answer
+		// is of now.
+		at = time.Now()
+		tasks = h.threads(cgroups)
+	}
+	out := collector.NewCgroupTasks(h.procfs, id, path, at, tasks)
 	w.Header().Set("Content-Type", "application/json")
 	if err := json.NewEncoder(w).Encode(out); err != nil {
 		h.logger.Debug("tasks answer not sent whole", "err", err)

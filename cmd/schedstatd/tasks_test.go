@@ -17,6 +17,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/schedstatd/schedstatd/aggregate"
 	"github.com/schedstatd/schedstatd/collector"
 	"github.com/schedstatd/schedstatd/internal/testkit/e2e"
 	"github.com/schedstatd/schedstatd/internal/testkit/testcg"
@@ -133,10 +134,23 @@ func within(got, want float64) bool {
 // (and each busy thread's) must match the kernel's
 // /proc/<pid>/task/<tid>/schedstat deltas over the same window, the
 // processes order by wait as the kernel's counters do, and the threads
-// carry their names.
+// carry their names. With the task iterator, the daemon's default here,
+// the answer is the pass's tasks; with the kernel totals, which keep no
+// task, the threads the cgroups list are read at the request.
 func TestTasksAPIMatchesProcfs(t *testing.T) {
+	for _, source := range []string{"auto", "aggregate"} {
+		t.Run(source, func(t *testing.T) {
+			if err := aggregate.KernelSupports(); source == "aggregate" && err != nil {
+				t.Skipf("--collect.source=aggregate: %v (aggregate TestSelect)", err)
+			}
+			tasksAPIMatchesProcfs(t, source)
+		})
+	}
+}
+
+func tasksAPIMatchesProcfs(t *testing.T, source string) {
 	w := startDrillWorkload(t)
-	d := startDaemon(t, "--collect.interval=200ms")
+	d := startDaemon(t, "--collect.interval=200ms", "--collect.source="+source)
 	byID := url.Values{"id": {strconv.FormatUint(w.inode, 10)}}
 
 	w.stop(t)
