@@ -28,7 +28,7 @@ var binaries = []binary{
 	{pkg: "exitcapture"},
 	{pkg: "schedlat"},
 	{pkg: "aggregate"},
-	{pkg: "cmd/schedstatd", run: "^(TestDaemonMatchesKernel|TestDaemonEndpoints|TestSystemdHierarchy|TestThrottledWaitSplit)$"},
+	{pkg: "cmd/schedstatd", run: "^(TestDaemonMatchesKernel|TestDaemonEndpoints|TestSystemdHierarchy|TestThrottledWaitSplit|TestAutoSourcePins)$"},
 }
 
 // feature is a kernel-side feature and the tests that prove it on a
@@ -61,12 +61,13 @@ var features = []feature{
 		"exitcapture": {"TestMigrationSplitsAtTheMove"},
 	}, nil},
 	{"kernel totals", map[string][]string{
-		"aggregate": {"TestScenarioReal", "TestCoverageShortTasks", "TestPIDReuse", "TestPrime", "TestRestart", "TestRestartLosesNothing", "TestPinsOfAnotherShape", "TestPreparePins", "TestSelect", "TestKernelSupports"},
+		"aggregate":      {"TestScenarioReal", "TestCoverageShortTasks", "TestPIDReuse", "TestPrime", "TestRestart", "TestRestartLosesNothing", "TestPinsOfAnotherShape", "TestPreparePins", "TestSelect", "TestKernelSupports"},
+		"cmd/schedstatd": {"TestAutoSourcePins"},
 	}, map[string]fallback{
 		// 5.10 has no BPF task storage (5.11+): --collect.source=aggregate
-		// refuses to start there, and auto never chose it.
+		// refuses to start there, and auto takes the task iterator.
 		"5.10": {
-			pass: map[string][]string{"aggregate": {"TestSelect", "TestKernelSupports", "TestPreparePins"}},
+			pass: map[string][]string{"aggregate": {"TestSelect", "TestKernelSupports", "TestPreparePins"}, "cmd/schedstatd": {"TestAutoSourcePins"}},
 			skip: map[string][]string{"aggregate": {"TestScenarioReal", "TestCoverageShortTasks", "TestPIDReuse", "TestPrime", "TestRestart", "TestRestartLosesNothing", "TestPinsOfAnotherShape"}},
 		},
 	}},
