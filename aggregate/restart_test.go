@@ -11,6 +11,7 @@ import (
 
 	"github.com/schedstatd/schedstatd/container"
 	"github.com/schedstatd/schedstatd/internal/testkit/e2e"
+	"github.com/schedstatd/schedstatd/internal/testkit/testbpf"
 	"github.com/schedstatd/schedstatd/internal/testkit/testcg"
 	"github.com/schedstatd/schedstatd/internal/testkit/testproc"
 	"golang.org/x/sys/unix"
@@ -72,18 +73,10 @@ func TestRestart(t *testing.T) {
 // the test ends, after the sources it opened are closed.
 func pinDir(t *testing.T) string {
 	t.Helper()
-	e2e.RequireRoot(t)
-	dir := t.TempDir()
-	if err := unix.Mount("bpf", dir, "bpf", 0, "mode=0700"); err != nil {
-		t.Fatalf("mount bpffs at %s: %v", dir, err)
-	}
-	pins := filepath.Join(dir, "pins")
+	pins := filepath.Join(testbpf.Mount(t), "pins")
 	t.Cleanup(func() {
 		if err := removePins(pins); err != nil {
 			t.Error(err)
-		}
-		if err := unix.Unmount(dir, 0); err != nil {
-			t.Errorf("unmount %s: %v", dir, err)
 		}
 	})
 	return pins

@@ -16,8 +16,8 @@ import (
 	"github.com/schedstatd/schedstatd/aggregate"
 	"github.com/schedstatd/schedstatd/internal/imagebuild"
 	"github.com/schedstatd/schedstatd/internal/testkit/containerdtest"
+	"github.com/schedstatd/schedstatd/internal/testkit/testbpf"
 	"github.com/schedstatd/schedstatd/internal/testkit/testcg"
-	"golang.org/x/sys/unix"
 	corev1 "k8s.io/api/core/v1"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 )
@@ -85,16 +85,7 @@ func TestImageAsDaemonSet(t *testing.T) {
 	}
 	state := t.TempDir()
 	// The host's bpf filesystem, as systemd mounts it: the test's own.
-	bpffs := t.TempDir()
-	if err := unix.Mount("bpf", bpffs, "bpf", 0, "mode=0700"); err != nil {
-		t.Fatalf("mount bpffs at %s: %v", bpffs, err)
-	}
-	t.Cleanup(func() {
-		// Detached: the daemon's container may still hold its bind mount.
-		if err := unix.Unmount(bpffs, unix.MNT_DETACH); err != nil {
-			t.Errorf("unmount %s: %v", bpffs, err)
-		}
-	})
+	bpffs := testbpf.Mount(t)
 	// With it, auto takes the kernel totals where the kernel has them.
 	source, startLine := "aggregate", "task_source=aggregate"
 	if err := aggregate.KernelSupports(); err != nil {

@@ -9,6 +9,7 @@ import (
 
 	"github.com/schedstatd/schedstatd/aggregate"
 	"github.com/schedstatd/schedstatd/internal/testkit/e2e"
+	"github.com/schedstatd/schedstatd/internal/testkit/testbpf"
 	"golang.org/x/sys/unix"
 )
 
@@ -21,15 +22,7 @@ import (
 func TestAutoSourcePins(t *testing.T) {
 	e2e.RequireRoot(t)
 	kernelTotals := aggregate.KernelSupports() == nil
-	bpffs := t.TempDir()
-	if err := unix.Mount("bpf", bpffs, "bpf", 0, "mode=0700"); err != nil {
-		t.Fatalf("mount bpffs at %s: %v", bpffs, err)
-	}
-	t.Cleanup(func() {
-		if err := unix.Unmount(bpffs, 0); err != nil {
-			t.Errorf("unmount %s: %v", bpffs, err)
-		}
-	})
+	bpffs := testbpf.Mount(t)
 	plain := t.TempDir()
 	bin := plainBinary(t)
 	for _, tc := range []struct {

@@ -17,11 +17,10 @@ import (
 	"github.com/prometheus/common/expfmt"
 	"github.com/prometheus/common/model"
 	"github.com/schedstatd/schedstatd/aggregate"
-	"github.com/schedstatd/schedstatd/internal/testkit/e2e"
+	"github.com/schedstatd/schedstatd/internal/testkit/testbpf"
 	"github.com/schedstatd/schedstatd/internal/testkit/testcg"
 	"github.com/schedstatd/schedstatd/internal/testkit/testproc"
 	"github.com/schedstatd/schedstatd/state"
-	"golang.org/x/sys/unix"
 )
 
 // stateFlags are the flags of a daemon that keeps its state in dir, with
@@ -248,16 +247,7 @@ func TestStateKillLoopKernelTotals(t *testing.T) {
 	if err := aggregate.KernelSupports(); err != nil {
 		t.Skipf("--collect.source=aggregate: %v (aggregate TestSelect)", err)
 	}
-	e2e.RequireRoot(t)
-	bpffs := t.TempDir()
-	if err := unix.Mount("bpf", bpffs, "bpf", 0, "mode=0700"); err != nil {
-		t.Fatalf("mount bpffs at %s: %v", bpffs, err)
-	}
-	t.Cleanup(func() {
-		if err := unix.Unmount(bpffs, 0); err != nil {
-			t.Errorf("unmount %s: %v", bpffs, err)
-		}
-	})
+	bpffs := testbpf.Mount(t)
 	killLoop(t, 30*time.Second, []string{"--collect.source=aggregate", "--bpf.pin-path=" + filepath.Join(bpffs, "pins")})
 }
 
