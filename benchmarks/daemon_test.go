@@ -76,7 +76,8 @@ type daemonRow struct {
 // BenchmarkDaemon runs the real daemon binary over real sleeping threads
 // in real cgroups, each design for SCHEDSTATD_BENCH_DAEMON (make
 // bench-daemon: 60s), one after another in the same run: the daemon as it
-// starts by default (the task iterator where it loads, exit capture), the
+// starts by default (auto: the kernel totals where a bpf filesystem is
+// mounted at its pin path, else the task iterator; exit capture), the
 // daemon over the procfs source (--collect.source=procfs), the daemon over
 // the totals kept in the kernel (--collect.source=aggregate), and the
 // cAdvisor-style reader (internal/testkit/baseline: a handler per cgroup
@@ -199,7 +200,8 @@ func daemonBinary(b *testing.B) string {
 // makeNode makes the workload's cgroups in the hierarchy the daemon walks
 // (and twins at the same paths in the v1 cpu and the v2 hierarchies on a
 // hybrid node), starts its sleeping threads and deals them over the
-// container cgroups, each a block of consecutive thread ids. Everything goes when b ends.
+// container cgroups, each a block of consecutive thread ids. Everything
+// goes when b ends.
 func makeNode(b *testing.B, w daemonWorkload, threads int) {
 	b.Helper()
 	hier := testcg.Default()
