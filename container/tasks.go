@@ -22,31 +22,46 @@ type TaskStats struct {
 // ok is false when the last pass neither listed nor kept the cgroup. It
 // only reads, and must be called from the goroutine that owns the table.
 func (t *Table) CgroupTasks(id uint64, out []TaskStats) (path string, tasks []TaskStats, ok bool) {
-	want := t.cgroups.byID[id]
-	if want == nil || want.seen != t.pass || want.folded != nil {
+	want := t.listed(t.cgroups.byID[id])
+	if want == nil {
 		return "", out, false
 	}
 	for tid, e := range t.tasks {
 		if e.cg == nil {
 			continue
 		}
-		cg := e.cg.live()
-		for c := cg; c != nil && c.depth >= want.depth; c = c.parent {
-			if c == want {
-				out = append(out, TaskStats{TID: tid, StartTime: e.start, Stat: e.last, CgroupID: cg.id, CgroupPath: cg.path})
-				break
-			}
+		if cg := e.cg.live(); cg.within(want) {
+			out = append(out, TaskStats{TID: tid, StartTime: e.start, Stat: e.last, CgroupID: cg.id, CgroupPath: cg.path})
 		}
 	}
 	return want.path, out, true
+}
+
+// listed returns cg if the last pass listed or kept it and it was not
+// removed since, else nil.
+func (t *Table) listed(cg *cgroupState) *cgroupState {
+	if cg == nil || cg.seen != t.pass || cg.folded != nil {
+		return nil
+	}
+	return cg
+}
+
+// within reports whether cg is want or one of its descendants.
+func (cg *cgroupState) within(want *cgroupState) bool {
+	for c := cg; c != nil && c.depth >= want.depth; c = c.parent {
+		if c == want {
+			return true
+		}
+	}
+	return false
 }
 
 // CgroupID returns the kernel id of the cgroup at path in the last pass,
 // and whether there is one. It must be called from the goroutine that
 // owns the table.
 func (t *Table) CgroupID(path string) (uint64, bool) {
-	cg := t.cgroups.byPath[path]
-	if cg == nil || cg.seen != t.pass || cg.folded != nil {
+	cg := t.listed(t.cgroups.byPath[path])
+	if cg == nil {
 		return 0, false
 	}
 	return cg.id, true
@@ -68,19 +83,13 @@ func (t *Table) TracksTasks() bool { return t.totals == nil }
 // with that cgroup's path; ok is false as for CgroupTasks. It only reads,
 // and must be called from the goroutine that owns the table.
 func (t *Table) CgroupSubtree(id uint64, out []CgroupRef) (path string, cgroups []CgroupRef, ok bool) {
-	want := t.cgroups.byID[id]
-	if want == nil || want.seen != t.pass || want.folded != nil {
+	want := t.listed(t.cgroups.byID[id])
+	if want == nil {
 		return "", out, false
 	}
 	for _, cg := range t.cgroups.order {
-		if cg.seen != t.pass || cg.folded != nil {
-			continue
-		}
-		for c := cg; c != nil && c.depth >= want.depth; c = c.parent {
-			if c == want {
-				out = append(out, CgroupRef{ID: cg.id, Path: cg.path})
-				break
-			}
+		if t.listed(cg) != nil && cg.within(want) {
+			out = append(out, CgroupRef{ID: cg.id, Path: cg.path})
 		}
 	}
 	return want.path, out, true
