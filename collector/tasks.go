@@ -39,7 +39,8 @@ type CgroupTasks struct {
 	// its path relative to the hierarchy root, the metrics' id label.
 	ID   uint64 `json:"id"`
 	Path string `json:"path"`
-	// Time is when the pass the counters come from ended.
+	// Time is when the pass the counters come from ended; with the kernel
+	// totals, which keep no task, when the threads were read.
 	Time time.Time `json:"time"`
 	// Processes are in order of PID, each with its threads in the cgroup
 	// or its descendants.
@@ -47,6 +48,11 @@ type CgroupTasks struct {
 	// LeftOut counts the threads left out past MaxTasks: those that
 	// waited least since they started.
 	LeftOut int `json:"left_out,omitempty"`
+	// Unread counts, with the kernel totals (their threads are read at
+	// the request), the threads and cgroup thread lists that could not
+	// be read though not gone; UnreadError is the first such error.
+	Unread      int    `json:"unread,omitempty"`
+	UnreadError string `json:"unread_error,omitempty"`
 }
 
 // Process is one process of a CgroupTasks and those of its threads that

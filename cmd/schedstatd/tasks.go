@@ -17,6 +17,7 @@ import (
 	"github.com/schedstatd/schedstatd/collector"
 	"github.com/schedstatd/schedstatd/container"
 	"github.com/schedstatd/schedstatd/procsource"
+	"github.com/schedstatd/schedstatd/schedstat"
 )
 
 // tasksHandler serves collector.TasksPath: the processes and threads of
@@ -29,8 +30,10 @@ type tasksHandler struct {
 	logger  *slog.Logger
 }
 
-// threadReader reads, now, the threads of cgroups and their counters.
-type threadReader func(cgroups []container.CgroupRef) []container.TaskStats
+// threadReader reads, now, the threads of cgroups and their counters, and
+// counts what it could not read though it was not gone, with the first
+// such error.
+type threadReader func(cgroups []container.CgroupRef) (tasks []container.TaskStats, unread int, first error)
 
 // threadReader returns the reader of threads for a table of per-cgroup
 // totals, which tracks none: each cgroup's threads file, then each
@@ -40,40 +43,52 @@ func (s *sources) threadReader(procRoot string) threadReader {
 	if s.agg == nil {
 		return nil
 	}
-	return func(cgroups []container.CgroupRef) []container.TaskStats {
+	return func(cgroups []container.CgroupRef) ([]container.TaskStats, int, error) {
 		return readThreads(s.hier.Dir(), s.hier.ThreadsFile(), procRoot, cgroups)
 	}
 }
 
 // readThreads reads the threads of each cgroup, below dir, from its
 // threadsFile, and each thread's counters and start time from procfs at
-// procRoot. A cgroup or thread that is gone or cannot be read is left out:
-// the answer is a view of the moment, not a counter.
-func readThreads(dir, threadsFile, procRoot string, cgroups []container.CgroupRef) []container.TaskStats {
-	var out []container.TaskStats
+// procRoot. A cgroup removed or a thread gone since the pass is left out;
+// any other failure leaves the list or the thread out too and is counted
+// in unread, with the first error.
+func readThreads(dir, threadsFile, procRoot string, cgroups []container.CgroupRef) (out []container.TaskStats, unread int, first error) {
+	fail := func(err error) {
+		unread++
+		if first == nil {
+			first = err
+		}
+	}
 	var tids []int32
 	for _, cg := range cgroups {
 		b, err := os.ReadFile(filepath.Join(dir, cg.Path, threadsFile))
-		if err != nil {
-			continue
+		if err == nil {
+			tids, err = cgroupfs.ParseTIDs(b, tids[:0])
 		}
-		if tids, err = cgroupfs.ParseTIDs(b, tids[:0]); err != nil {
+		if err != nil {
+			if !cgroupfs.IsRemoved(err) {
+				fail(err)
+			}
 			continue
 		}
 		for _, tid := range tids {
 			task, err := procsource.Open(procRoot, tid)
-			if err != nil {
-				continue
-			}
-			st, err := task.Read()
-			start := task.StartTime()
-			task.Close()
 			if err == nil {
-				out = append(out, container.TaskStats{TID: tid, StartTime: start, Stat: st, CgroupID: cg.ID, CgroupPath: cg.Path})
+				var st schedstat.Stat
+				st, err = task.Read()
+				task.Close()
+				if err == nil {
+					out = append(out, container.TaskStats{TID: tid, StartTime: task.StartTime(), Stat: st, CgroupID: cg.ID, CgroupPath: cg.Path})
+					continue
+				}
+			}
+			if !schedstat.IsGone(err) {
+				fail(fmt.Errorf("thread %d: %w", tid, err))
 			}
 		}
 	}
-	return out
+	return out, unread, first
 }
 
 // tasksQuery is a parsed query: a kernel id, or a path (the id label).
@@ -188,14 +203,19 @@ func (h *tasksHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	at := s.Time
+	var unread int
+	var unreadErr error
 	if !tracks && h.threads != nil {
 		// The kernel totals keep no task: their threads are read now,
 		// outside the pass, from the cgroups it listed, and the answer
 		// is of now.
 		at = time.Now()
-		tasks = h.threads(cgroups)
+		tasks, unread, unreadErr = h.threads(cgroups)
 	}
 	out := collector.NewCgroupTasks(h.procfs, id, path, at, tasks)
+	if out.Unread = unread; unreadErr != nil {
+		out.UnreadError = unreadErr.Error()
+	}
 	w.Header().Set("Content-Type", "application/json")
 	if err := json.NewEncoder(w).Encode(out); err != nil {
 		h.logger.Debug("tasks answer not sent whole", "err", err)
