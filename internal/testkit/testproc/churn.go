@@ -78,16 +78,7 @@ func (c *Churner) Pause(t testing.TB) {
 	if err := c.cmd.Process.Signal(syscall.SIGSTOP); err != nil {
 		t.Fatal(err)
 	}
-	pid := c.cmd.Process.Pid
-	deadline := time.Now().Add(10 * time.Second)
-	for _, tid := range Threads(t, pid) {
-		for State(pid, tid) != 'T' {
-			if time.Now().After(deadline) {
-				t.Fatalf("thread %d of churner %d did not stop", tid, pid)
-			}
-			time.Sleep(time.Millisecond)
-		}
-	}
+	waitThreadsStopped(t, c.cmd.Process.Pid, time.Now().Add(10*time.Second))
 	// Its short shells run a few milliseconds; under load, give them more.
 	time.Sleep(200 * time.Millisecond)
 }

@@ -8,8 +8,10 @@ package testproc
 
 import (
 	"bufio"
+	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"os/exec"
 	"runtime"
@@ -262,15 +264,7 @@ func (p *Proc) Stop(t testing.TB) {
 func WaitStopped(t testing.TB, pid int) {
 	t.Helper()
 	deadline := time.Now().Add(10 * time.Second)
-	tids := Threads(t, pid)
-	for _, tid := range tids {
-		for State(pid, tid) != 'T' {
-			if time.Now().After(deadline) {
-				t.Fatalf("thread %d of %d did not stop", tid, pid)
-			}
-			time.Sleep(time.Millisecond)
-		}
-	}
+	tids := waitThreadsStopped(t, pid, deadline)
 	// A thread shows T before its last switch away, which adds its last
 	// stretch of run time: under software emulation milliseconds later.
 	// It is off its CPU once its run time holds still across ticks.
@@ -285,6 +279,29 @@ func WaitStopped(t testing.TB, pid int) {
 		}
 		prev = now
 	}
+}
+
+// waitThreadsStopped waits until every thread of process pid, sent
+// SIGSTOP, shows state T or is gone, and returns the threads it listed. A
+// thread already on its way out when the signal came exits instead of
+// stopping; a thread made after it joins the stop (the kernel's group stop)
+// and needs no wait of its own.
+func waitThreadsStopped(t testing.TB, pid int, deadline time.Time) []int32 {
+	t.Helper()
+	tids := Threads(t, pid)
+	for _, tid := range tids {
+		for {
+			s, err := state(pid, tid)
+			if s == 'T' || errors.Is(err, fs.ErrNotExist) || errors.Is(err, syscall.ESRCH) {
+				break
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("thread %d of %d did not stop: state %q (%v)", tid, pid, s, err)
+			}
+			time.Sleep(time.Millisecond)
+		}
+	}
+	return tids
 }
 
 // runTimes returns the run time field of each of tids' schedstat, "" for
@@ -339,15 +356,22 @@ func (p *Proc) Kill() {
 // State returns the state letter of /proc/<pid>/task/<tid>/stat ('R',
 // 'S', 'T', 'Z', ...), or 0 if it cannot be read.
 func State(pid int, tid int32) byte {
+	s, _ := state(pid, tid)
+	return s
+}
+
+// state returns the thread's state letter, or 0 and the error that kept it
+// from being read.
+func state(pid int, tid int32) (byte, error) {
 	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/task/%d/stat", pid, tid))
 	if err != nil {
-		return 0
+		return 0, err
 	}
 	i := strings.LastIndexByte(string(b), ')')
 	if i < 0 || i+2 >= len(b) {
-		return 0
+		return 0, fmt.Errorf("/proc/%d/task/%d/stat: no state in %q", pid, tid, b)
 	}
-	return b[i+2]
+	return b[i+2], nil
 }
 
 // Spin starts a single-threaded process, a shell loop, that spins until

@@ -2,10 +2,12 @@ package testproc_test
 
 import (
 	"fmt"
+	"math/rand/v2"
 	"os"
 	"testing"
 	"time"
 
+	"github.com/schedstatd/schedstatd/internal/testkit/testcg"
 	"github.com/schedstatd/schedstatd/internal/testkit/testproc"
 )
 
@@ -72,5 +74,23 @@ func TestStartSpinsUntilReleased(t *testing.T) {
 	}
 	if !left[int32(p.PID)] {
 		t.Errorf("the helper's main thread is gone: the process should outlive its workers")
+	}
+}
+
+// TestChurnPauses pauses a churn again and again at random moments: each
+// Pause returns, though threads of the churn exit around the stop, and
+// the cgroup's CPU counter holds still until Resume.
+func TestChurnPauses(t *testing.T) {
+	cg := testcg.Make(t, "cpuacct")
+	c := testproc.StartChurnIn(t, cg)
+	for i := range 30 {
+		time.Sleep(time.Duration(rand.Int64N(int64(20 * time.Millisecond))))
+		c.Pause(t)
+		u := testcg.Usage(t, cg)
+		time.Sleep(20 * time.Millisecond)
+		if v := testcg.Usage(t, cg); v != u {
+			t.Fatalf("pause %d: the cgroup ran %d ns more while paused", i, v-u)
+		}
+		c.Resume(t)
 	}
 }
