@@ -32,7 +32,11 @@ import (
 //     fill has: a saved task's increase over its saved counters, any
 //     other task's whole life if it started in a clock tick before the
 //     one that pass began listing in (started before and not listed, so
-//     it had exited; one of that very tick counts whole).
+//     it had exited; one of that very tick counts whole). A pass reads a
+//     cgroup's counter and its tasks' counters one after the other, not
+//     at one instant, so a gap is off by what the cgroup's tasks ran
+//     between the two reads, at the save and at the restore: a few
+//     milliseconds of a busy cgroup's time on a loaded machine.
 
 // restoredTask is a saved task not yet found by a pass.
 type restoredTask struct {
