@@ -20,8 +20,11 @@ BENCHOUT ?= bench.txt
 
 all: build
 
+# build writes the daemon as the release and the image have it: static
+# (CGO_ENABLED=0) and -trimpath, so make run and make bench-daemon run the
+# binary users run (a cgo build links libc, which the image has not).
 build:
-	$(GO) build -ldflags '$(LDFLAGS)' -o $(BIN) ./cmd/schedstatd
+	CGO_ENABLED=0 $(GO) build -trimpath -ldflags '$(LDFLAGS)' -o $(BIN) ./cmd/schedstatd
 
 # image writes the container image as an OCI archive, IMAGE_TAR, without
 # a container engine or registry (internal/imagebuild): the static daemon
