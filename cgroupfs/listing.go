@@ -90,6 +90,26 @@ func (l *Listing) Trim() {
 	}
 }
 
+// UseEarlierUsage sets the CPU counter of every cgroup of l that earlier,
+// a listing of the same hierarchy made before l, read too (the same ID) to
+// earlier's value: an older reading of a counter that only grows. A
+// source whose pass reads its tasks' counters before the walk reads the
+// cgroups' uses it where each cgroup's counter must have been read first.
+func (l *Listing) UseEarlierUsage(earlier *Listing) {
+	before := make(map[uint64]uint64, len(earlier.Cgroups))
+	for i := range earlier.Cgroups {
+		if c := &earlier.Cgroups[i]; c.ID != 0 && c.HasUsage {
+			before[c.ID] = c.UsageNanoseconds
+		}
+	}
+	for i := range l.Cgroups {
+		c := &l.Cgroups[i]
+		if u, ok := before[c.ID]; ok && c.HasUsage && u <= c.UsageNanoseconds {
+			c.UsageNanoseconds = u
+		}
+	}
+}
+
 // Lister produces a Listing. A Lister is owned by one goroutine.
 type Lister interface {
 	// List fills l, after resetting it, with the current hierarchy. An

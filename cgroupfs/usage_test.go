@@ -142,3 +142,38 @@ func FuzzParseUsage(f *testing.F) {
 		}
 	})
 }
+
+func TestUseEarlierUsage(t *testing.T) {
+	var earlier, l Listing
+	for _, c := range []Cgroup{
+		{Path: "/", ID: 1, UsageNanoseconds: 900, HasUsage: true},
+		{Path: "/a", ID: 2, UsageNanoseconds: 40, HasUsage: true},
+		{Path: "/b", ID: 3}, // its counter unread then
+		{Path: "/c", ID: 4, UsageNanoseconds: 70, HasUsage: true},  // made again since: another id
+		{Path: "/d", ID: 5, UsageNanoseconds: 500, HasUsage: true}, // above the later reading
+	} {
+		*earlier.Add(c.Path, 0) = c
+	}
+	for _, c := range []Cgroup{
+		{Path: "/", ID: 1, UsageNanoseconds: 1000, HasUsage: true},
+		{Path: "/a", ID: 2, UsageNanoseconds: 50, HasUsage: true},
+		{Path: "/b", ID: 3, UsageNanoseconds: 60, HasUsage: true},
+		{Path: "/c", ID: 6, UsageNanoseconds: 80, HasUsage: true},
+		{Path: "/d", ID: 5, UsageNanoseconds: 400, HasUsage: true},
+		{Path: "/e", ID: 7, UsageNanoseconds: 90, HasUsage: true}, // made since
+		{Path: "/f"}, // not examined
+	} {
+		*l.Add(c.Path, 0) = c
+	}
+	l.UseEarlierUsage(&earlier)
+	got := map[string]uint64{}
+	for _, c := range l.Cgroups {
+		if c.HasUsage {
+			got[c.Path] = c.UsageNanoseconds
+		}
+	}
+	want := map[string]uint64{"/": 900, "/a": 40, "/b": 60, "/c": 80, "/d": 400, "/e": 90}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("counters after UseEarlierUsage (-want +got):\n%s", diff)
+	}
+}

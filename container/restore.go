@@ -30,14 +30,22 @@ import (
 //     last daemon saw reaped may be freed once this one has loaded. Such
 //     a record adds its wait and timeslices but not its run, which the
 //     fill has: a saved task's increase over its saved counters, any
-//     other task's whole life if it started in a clock tick before the
-//     one that pass began listing in (started before and not listed, so
-//     it had exited; one of that very tick counts whole). A pass reads a
-//     cgroup's counter and its tasks' counters one after the other, not
-//     at one instant, so a gap is off by what the cgroup's tasks ran
-//     between the two reads, at the save and at the restore: a few
-//     milliseconds of a busy cgroup's time on a loaded machine.
-
+//     other task's life up to the read of its cgroup's counter if it
+//     started no later than the clock tick by which that pass had read
+//     the counters (not listed, so it had exited, or it ran in part before
+//     the read). Only a task that started in a later tick counts whole:
+//     one that started in that very tick after the read loses its run
+//     rather than maybe counting it twice.
+//
+// A pass reads a cgroup's counter and its tasks' counters one after the
+// other, not at one instant. The BPF sources read the tasks first: the
+// save has each counter read after the tasks', and the first pass of the
+// restored table reads the counters before the tasks' (RestoreLister), so
+// a gap is never more than the unseen tasks ran, and is less by what the
+// cgroup's tasks ran between the reads (milliseconds of a busy cgroup's
+// time on a loaded machine). The procfs source reads the counter first in
+// every pass, and its gap may exceed by what the cgroup's tasks ran
+// between the two reads at the save.
 // restoredTask is a saved task not yet found by a pass.
 type restoredTask struct {
 	start uint64
@@ -57,9 +65,9 @@ type restoreState struct {
 	tasks   map[int32]restoredTask
 	retired map[identity]restoredTask
 	cgroups map[*cgroupState]restoredCgroup
-	// listedAfter is the boot clock, in clock ticks, before the listing
-	// of the pass now running.
-	listedAfter uint64
+	// countersReadBy is the boot clock, in clock ticks, by which the
+	// pass now running had read the cgroups' counters.
+	countersReadBy uint64
 }
 
 // RestoreStats says what a restore brought back, for self metrics and the
@@ -253,12 +261,13 @@ func (t *Table) finishRestore() {
 }
 
 // runFilled reports whether the run of x, a record for a task no pass saw,
-// is in what the first pass of a restored table filled: the task started
-// before that pass listed the hierarchy, so it had exited, and its
-// cgroup's gap was filled. A start in the clock tick the listing began in
-// may be after it: such a task counts whole.
+// may be in what the first pass of a restored table filled: the task
+// started no later than the clock tick by which that pass had read the
+// cgroups' counters, and its cgroup's gap was filled. Only a task that
+// started in a later tick ran wholly after the counters were read and
+// counts whole.
 func (t *Table) runFilled(x Exit) bool {
-	if t.filledUpTo == 0 || x.StartTime >= t.filledUpTo {
+	if t.filledUpTo == 0 || x.StartTime > t.filledUpTo {
 		return false
 	}
 	cg := t.cgroups.byID[x.Cgroup]
@@ -362,7 +371,7 @@ func (t *Table) fillGaps(rs *restoreState) {
 	if !root.known {
 		return
 	}
-	t.filledUpTo = rs.listedAfter
+	t.filledUpTo = rs.countersReadBy
 	// The root's own gap is not filled: a v2 root's counter also holds
 	// interrupt and steal time that no task ran.
 	root.left = max(root.gap, 0)

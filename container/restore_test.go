@@ -279,19 +279,23 @@ func TestRestoreLateExitRecords(t *testing.T) {
 	if want := stat(180, 10, 1); got["/a"] != want {
 		t.Fatalf("after the first pass /a = %+v, want %+v (run filled from the counter)", got["/a"], want)
 	}
-	// 12 starts after that pass lists (in the same tick: not known to be
-	// before it) and exits before the next one lists it.
+	// 13 starts in the clock tick by which that pass had read the
+	// counters (before the read, for all the table can tell: its run may
+	// be in the fill), 12 in the tick after (after the read); both exit
+	// before the next pass lists them.
+	thirteen := r.spawn(13, 40, 4, 1)
+	r.k.Exit(13)
 	twelve := r.spawn(12, 20, 2, 1)
 	r.k.Exit(12)
-	for _, task := range []*synth.Task{ten, eleven, twelve} {
+	for _, task := range []*synth.Task{ten, eleven, thirteen, twelve} {
 		r.table.Exit(r.exitOf(task.TID, task.Start, task.Stat, "/a"))
 	}
 	got = totalsOf(r.pass())
-	if want := stat(180+20, 10+5+3+2, 1+1+1+1); got["/a"] != want {
-		t.Errorf("after the late records /a = %+v, want %+v: 10's and 11's wait and timeslices, not their run again; all of 12", got["/a"], want)
+	if want := stat(180+20, 10+5+3+4+2, 1+1+1+1+1); got["/a"] != want {
+		t.Errorf("after the late records /a = %+v, want %+v: 10's, 11's and 13's wait and timeslices, not their run (maybe filled); all of 12", got["/a"], want)
 	}
-	if n := r.table.Restored().LateExits; n != 2 {
-		t.Errorf("LateExits = %d, want 2", n)
+	if n := r.table.Restored().LateExits; n != 3 {
+		t.Errorf("LateExits = %d, want 3", n)
 	}
 }
 
@@ -330,5 +334,71 @@ func TestRestoreRetiredTasks(t *testing.T) {
 	got := totalsOf(r.pass())
 	if want := stat(150, 15, 2); got["/a"] != want {
 		t.Errorf("/a = %+v, want %+v: the retired task's last stretch once", got["/a"], want)
+	}
+}
+
+// earlyReader is a RestoreLister over a synthetic tree whose ListCounters
+// shows each cgroup's counter as read before the tasks' counters: less by
+// what the cgroup's busy task ran between the two reads.
+type earlyReader struct {
+	*synth.Tree
+	early    map[string]uint64 // path -> the counter read before the tasks
+	restored int               // calls of ListCounters
+}
+
+func (e *earlyReader) ListCounters(l *cgroupfs.Listing) error {
+	e.restored++
+	if err := e.Tree.List(l); err != nil {
+		return err
+	}
+	for i := range l.Cgroups {
+		c := &l.Cgroups[i]
+		c.TIDs = nil
+		if u, ok := e.early[c.Path]; ok {
+			c.UsageNanoseconds = u
+		}
+	}
+	return nil
+}
+
+// TestRestoreListsCountersFirst restarts over a lister that reads tasks
+// before cgroups: the first pass of the restored table reads the counters
+// first (ListCounters) and fills from them, so the 20 ns its busy task ran
+// after the read of its counters is not filled as the run of a task that
+// exited unseen (List's counter, read after the tasks', would fill 50);
+// later passes list with List alone.
+func TestRestoreListsCountersFirst(t *testing.T) {
+	r := newRig(t, "/", "/p")
+	lister := &earlyReader{Tree: r.tree, early: map[string]uint64{}}
+	r.table = container.NewTable(lister, r.k)
+	r.spawn(10, 100, 1, 1)
+	r.tree.Set("/p", 10)
+	r.setUsage(map[string]uint64{"/": 1000, "/p": 500})
+	r.pass()
+
+	st := r.table.State()
+	r.table.Close()
+	r.table = container.NewTable(lister, r.k)
+	if err := r.table.Restore(st); err != nil {
+		t.Fatalf("Restore: %v", err)
+	}
+	// While down: 10 ran 50 ns, a thread of /p lived and died having run
+	// 30. The pass reads 10's counters, then 10 runs 20 ns more before
+	// the walk reads /p's counter; the walk before the tasks' read read
+	// it without those 20.
+	r.k.Task(10).Stat = stat(100+50, 1, 2)
+	r.setUsage(map[string]uint64{"/": 1100, "/p": 500 + 50 + 30 + 20})
+	lister.early["/p"] = 500 + 50 + 30
+	lister.early["/"] = 1100 - 20
+	r.pass()
+	if lister.restored != 1 {
+		t.Fatalf("ListCounters called %d times in the restored pass, want 1", lister.restored)
+	}
+	if fill := r.table.Restored().FilledRunNanoseconds; fill != 30 {
+		t.Errorf("filled %d ns, want 30: the unseen thread's run, not the busy task's 20 after its counters were read", fill)
+	}
+	r.pass()
+	if lister.restored != 1 {
+		t.Errorf("ListCounters called in a pass after the restored one")
 	}
 }

@@ -26,6 +26,18 @@ type entry struct {
 	seen  uint64         // pass that last read or listed the task
 }
 
+// A RestoreLister is a Lister whose List reads the tasks' counters before
+// the cgroups' (a BPF source that reads every task at once, then walks the
+// hierarchy). ListCounters lists the cgroups and their CPU counters alone,
+// reading no task: the first pass of a restored table runs it before
+// List and takes each cgroup's counter from it, so that the run time that
+// pass fills from the counters (restore.go) is never more than the tasks
+// it did not see ran.
+type RestoreLister interface {
+	cgroupfs.Lister
+	ListCounters(l *cgroupfs.Listing) error
+}
+
 // Table is the node-wide task table and the per-cgroup totals. It is owned
 // by one goroutine: Pass, Exit, Snapshot and Close must not be called
 // concurrently.
@@ -58,7 +70,8 @@ type Table struct {
 	restore  *restoreState
 	restored RestoreStats
 	// filledUpTo is set by the first pass of a restored table that filled
-	// run-time gaps: the boot clock, in clock ticks, before its listing.
+	// run-time gaps: the boot clock, in clock ticks, by which it had read
+	// the cgroups' counters.
 	filledUpTo uint64
 	stateGen   uint64 // StateInto calls, to tell current indexes from old
 	// totals is set for a table of per-cgroup totals (NewCgroupTable).
@@ -96,10 +109,7 @@ func (t *Table) PassContext(ctx context.Context) error {
 	if t.closed {
 		return ErrClosed
 	}
-	if t.restore != nil {
-		t.restore.listedAfter = t.ticks()
-	}
-	if err := t.lister.List(&t.listing); err != nil {
+	if err := t.list(); err != nil {
 		t.counters.FailedPasses++
 		return fmt.Errorf("list cgroups: %w", err)
 	}
@@ -156,6 +166,33 @@ func (t *Table) PassContext(ctx context.Context) error {
 	if t.cgroups.unread > 0 {
 		t.counters.PartialPasses++
 	}
+	return nil
+}
+
+// list fills t.listing. In the first pass of a restored table it notes
+// the boot clock by which the listing's cgroup counters had been read, and
+// over a RestoreLister takes them from a listing made before the tasks'
+// counters were read.
+func (t *Table) list() error {
+	rs := t.restore
+	if rs == nil {
+		return t.lister.List(&t.listing)
+	}
+	rl, ok := t.lister.(RestoreLister)
+	if !ok {
+		err := t.lister.List(&t.listing)
+		rs.countersReadBy = t.ticks()
+		return err
+	}
+	var early cgroupfs.Listing
+	if err := rl.ListCounters(&early); err != nil {
+		return err
+	}
+	rs.countersReadBy = t.ticks()
+	if err := t.lister.List(&t.listing); err != nil {
+		return err
+	}
+	t.listing.UseEarlierUsage(&early)
 	return nil
 }
 

@@ -4,6 +4,7 @@ import (
 	"fmt"
 
 	"github.com/schedstatd/schedstatd/cgroupfs"
+	"github.com/schedstatd/schedstatd/container"
 )
 
 // Lister lists the walked hierarchy with the threads of each cgroup taken
@@ -17,7 +18,7 @@ type Lister struct {
 	byID map[uint64]int32 // cgroup id -> index in the listing, this pass
 }
 
-var _ cgroupfs.Lister = (*Lister)(nil)
+var _ container.RestoreLister = (*Lister)(nil)
 
 // Lister returns a Lister over the hierarchy s was opened for.
 func (s *Source) Lister() *Lister {
@@ -57,5 +58,14 @@ func (l *Lister) List(out *cgroupfs.Listing) error {
 		cg.TIDs = append(cg.TIDs, r.tid)
 	}
 	l.s.unresolved.Add(unresolved)
+	return nil
+}
+
+// ListCounters implements container.RestoreLister: the hierarchy's tree and
+// counters alone, with no read of the tasks.
+func (l *Lister) ListCounters(out *cgroupfs.Listing) error {
+	if err := l.s.hier.ListTree(out); err != nil {
+		return fmt.Errorf("taskiter: %w", err)
+	}
 	return nil
 }
