@@ -38,6 +38,10 @@ type cgroupState struct {
 	// gapKnown is set when the first pass of a restored table filled
 	// this cgroup's own run-time gap (restore.go).
 	gapKnown bool
+	// lateRun is the run exit records credited to own since the last
+	// pass read the counters, of tasks that ran after it (CgroupState's
+	// LateRun); each pass starts it again at zero.
+	lateRun uint64
 
 	// Computed by rollup: own and tasks plus those of all descendants.
 	total      schedstat.Stat

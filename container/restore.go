@@ -135,7 +135,10 @@ func (t *Table) Restore(s State) error {
 		if c.HoldsPath {
 			set.byPath[c.Path] = cg
 		}
-		rs.cgroups[cg] = restoredCgroup{run: c.Own.RunNanoseconds, usage: c.Kernel[0].Last, hasUsage: c.Kernel[0].Has}
+		// The run at the counter's read: exit records fed after it
+		// credited LateRun that the counter shows only since.
+		run := c.Own.RunNanoseconds - min(c.LateRun, c.Own.RunNanoseconds)
+		rs.cgroups[cg] = restoredCgroup{run: run, usage: c.Kernel[0].Last, hasUsage: c.Kernel[0].Has}
 	}
 	// Totals as the last rollup had them: a path made again under a new
 	// id, or removed, carries on from them.

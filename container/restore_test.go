@@ -402,3 +402,70 @@ func TestRestoreListsCountersFirst(t *testing.T) {
 		t.Errorf("ListCounters called in a pass after the restored one")
 	}
 }
+
+// TestRestoreLateExitRun: exit records fed after the last pass read the
+// counters (the daemon stopping drains them) credit run the saved counter
+// does not hold yet, of a task that pass read alive and of one it never
+// saw. The State says how much (LateRun), and the restored table does not
+// fill it again from the counter's growth; a retired task's record is not
+// late (it was gone when the counter was read).
+func TestRestoreLateExitRun(t *testing.T) {
+	r := newRig(t, "/", "/a")
+	r.table.TrackExits()
+	alive := r.spawn(10, 100, 1, 1)
+	gone := r.spawn(11, 100, 1, 1)
+	r.tree.Set("/a", 10, 11)
+	r.setUsage(map[string]uint64{"/": 1000, "/a": 200})
+	r.pass()
+	// 11 runs 20 more and exits; the next pass retires it and reads
+	// /a's counter.
+	gone.Stat = stat(120, 1, 2)
+	r.k.Exit(11)
+	r.tree.Set("/a", 10)
+	r.setUsage(map[string]uint64{"/": 1020, "/a": 220})
+	before := totalsOf(r.pass())
+
+	// After that pass: 11's record; 10 runs 30 more and exits; 12 lives
+	// and dies having run 40. Their records come before the state is
+	// written.
+	r.table.Exit(r.exitOf(11, gone.Start, gone.Stat, "/a"))
+	alive.Stat = stat(130, 1, 2)
+	r.k.Exit(10)
+	twelve := r.spawn(12, 40, 1, 1)
+	r.k.Exit(12)
+	r.table.Exit(r.exitOf(10, alive.Start, alive.Stat, "/a"))
+	r.table.Exit(r.exitOf(12, twelve.Start, twelve.Stat, "/a"))
+	st := r.table.State()
+	if got := st.Cgroups[r.stateIndex(st, "/a")].LateRun; got != 30+40 {
+		t.Errorf("LateRun of /a = %d, want 70: 10's last 30 and 12's 40, not 11's stretch", got)
+	}
+
+	// While down: a thread lives and dies in /a having run 50.
+	r.table.Close()
+	r.table = container.NewTable(r.tree, r.k)
+	r.table.TrackExits()
+	if err := r.table.Restore(st); err != nil {
+		t.Fatal(err)
+	}
+	r.tree.Set("/a")
+	r.setUsage(map[string]uint64{"/": 1020 + 70 + 50, "/a": 220 + 70 + 50})
+	got := totalsOf(r.pass())
+	if fill := r.table.Restored().FilledRunNanoseconds; fill != 50 {
+		t.Errorf("filled %d ns, want 50: the unseen thread's run, not the 70 the records counted before the save", fill)
+	}
+	if d := got["/a"].RunNanoseconds - before["/a"].RunNanoseconds; d != 20+30+40+50 {
+		t.Errorf("/a ran %d ns since, want %d", d, 20+30+40+50)
+	}
+}
+
+// stateIndex returns the index of the cgroup at path in st.
+func (r *rig) stateIndex(st container.State, path string) int {
+	r.t.Helper()
+	for i, c := range st.Cgroups {
+		if c.Path == path {
+			return i
+		}
+	}
+	r.t.Fatalf("%s not in the state", path)
+	return -1
+}

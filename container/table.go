@@ -76,6 +76,8 @@ type Table struct {
 	stateGen   uint64 // StateInto calls, to tell current indexes from old
 	// totals is set for a table of per-cgroup totals (NewCgroupTable).
 	totals *totalsState
+	// lateCgroups are the cgroups whose lateRun is not zero.
+	lateCgroups []*cgroupState
 }
 
 // NewTable returns a table that lists cgroups with lister and opens tasks
@@ -113,6 +115,12 @@ func (t *Table) PassContext(ctx context.Context) error {
 		t.counters.FailedPasses++
 		return fmt.Errorf("list cgroups: %w", err)
 	}
+	// The counters are read again: what exit records credited before
+	// this pass is in them.
+	for _, cg := range t.lateCgroups {
+		cg.lateRun = 0
+	}
+	t.lateCgroups = t.lateCgroups[:0]
 	if len(t.listing.Cgroups) == 0 {
 		t.counters.FailedPasses++
 		return errors.New("list cgroups: empty listing")

@@ -18,6 +18,7 @@ const (
 	minTombstone = 7
 	minCredited  = 4 // id, 3 stats
 	minLatency   = 9 // path length, waits, wait, buckets set, 5 preemption counts
+	minLateRun   = 2 // index, run
 )
 
 // Decode parses a state file whole. A file that is not a state file, is of
@@ -239,7 +240,31 @@ func (d *decoder) file() *File {
 	if d.version >= 3 && d.err == nil {
 		f.Latency = d.latency()
 	}
+	if d.version >= 4 && d.err == nil {
+		d.lateRun(t.Cgroups)
+	}
 	return f
+}
+
+// lateRun reads what appendLateRun wrote into cgroups.
+func (d *decoder) lateRun(cgroups []container.CgroupState) {
+	for range d.count("cgroups with late run", minLateRun) {
+		i, late := d.uvarint(), d.uvarint()
+		switch {
+		case d.err != nil:
+			return
+		case i >= uint64(len(cgroups)):
+			d.fail("late run of cgroup %d of %d", i, len(cgroups))
+			return
+		case cgroups[i].LateRun != 0:
+			d.fail("late run of cgroup %d given twice", i)
+			return
+		case late == 0 || late > cgroups[i].Own.RunNanoseconds:
+			d.fail("late run %d of cgroup %d, which ran %d", late, i, cgroups[i].Own.RunNanoseconds)
+			return
+		}
+		cgroups[i].LateRun = late
+	}
 }
 
 // latency reads what appendLatency wrote. Another number of buckets is

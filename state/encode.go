@@ -88,6 +88,7 @@ func Append(b []byte, f *File) []byte {
 	}
 	b = appendTasks(b, t.Retired)
 	b = appendLatency(b, &f.Latency)
+	b = appendLateRun(b, t.Cgroups)
 	binary.LittleEndian.PutUint32(b[start+12:], uint32(len(b)-body))
 	return binary.LittleEndian.AppendUint32(b, crc32.Checksum(b[start:], castagnoli))
 }
@@ -191,4 +192,23 @@ func appendStat(b []byte, s schedstat.Stat) []byte {
 	b = binary.AppendUvarint(b, s.RunNanoseconds)
 	b = binary.AppendUvarint(b, s.WaitNanoseconds)
 	return binary.AppendUvarint(b, s.Timeslices)
+}
+
+// appendLateRun appends the cgroups' late run: their number, then the
+// index and LateRun of each cgroup that has any.
+func appendLateRun(b []byte, cgroups []container.CgroupState) []byte {
+	n := 0
+	for i := range cgroups {
+		if cgroups[i].LateRun != 0 {
+			n++
+		}
+	}
+	b = binary.AppendUvarint(b, uint64(n))
+	for i := range cgroups {
+		if late := cgroups[i].LateRun; late != 0 {
+			b = binary.AppendUvarint(b, uint64(i))
+			b = binary.AppendUvarint(b, late)
+		}
+	}
+	return b
 }

@@ -43,7 +43,7 @@ func sample() *state.File {
 		Table: container.State{
 			Cgroups: []container.CgroupState{
 				{ID: 1, Parent: -1, Path: "/", HoldsPath: true, Own: stat(1e9, 2e8, 300), Kernel: kernel(0, 2e9, 0, 7e9)},
-				{ID: 4026, Parent: 0, Path: "/kubepods", HoldsPath: true, Own: stat(5, 6, 7), Base: stat(1, 2, 3), Kernel: kernel(9, 10, 1, 2)},
+				{ID: 4026, Parent: 0, Path: "/kubepods", HoldsPath: true, Own: stat(5, 6, 7), Base: stat(1, 2, 3), LateRun: 3, Kernel: kernel(9, 10, 1, 2)},
 				{ID: 4027, Parent: 1, Path: "/kubepods/pod1", HoldsPath: true},
 				{ID: 4028, Parent: 1, Path: "/elsewhere/renamed", HoldsPath: true},
 				{ID: 4029, Parent: 2, Path: "/kubepods/pod1/c"},
@@ -99,6 +99,7 @@ func TestDecodeVersion1(t *testing.T) {
 	}
 	want := sample()
 	want.Table.Totals, want.Table.Retired, want.Latency = container.TotalsState{}, nil, schedlat.Kept{}
+	noLateRun(want)
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("decoded (-want +got):\n%s", diff)
 	}
@@ -121,8 +122,39 @@ func TestDecodeVersion2(t *testing.T) {
 	}
 	want := sample()
 	want.Latency = schedlat.Kept{}
+	noLateRun(want)
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("decoded (-want +got):\n%s", diff)
+	}
+}
+
+// TestDecodeVersion3: a file of format 3, written by it
+// (testdata/v3.state, the sample without late run), loads whole, with no
+// late run: a restore fills from its counters as before.
+func TestDecodeVersion3(t *testing.T) {
+	b, err := os.ReadFile("testdata/v3.state")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if v := binary.LittleEndian.Uint16(b[8:]); v != 3 {
+		t.Fatalf("testdata/v3.state is of version %d", v)
+	}
+	got, err := state.Decode(b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := sample()
+	noLateRun(want)
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("decoded (-want +got):\n%s", diff)
+	}
+}
+
+// noLateRun clears the late run of f's cgroups, which files before
+// version 4 do not have.
+func noLateRun(f *state.File) {
+	for i := range f.Table.Cgroups {
+		f.Table.Cgroups[i].LateRun = 0
 	}
 }
 
@@ -172,14 +204,30 @@ func badFiles() map[string]struct {
 		"not a state file": {[]byte(`{"cgroups": []}`), state.ErrNotState},
 		"zeros":            {make([]byte, 4096), state.ErrNotState},
 		"huge count": {func() []byte {
-			// The count of latency totals, the body's last entry and
-			// one byte wide here, claims more entries than the body
-			// could hold.
+			// The count of cgroups with late run, the body's last
+			// entry and one byte wide here, claims more entries than
+			// the body could hold.
 			f := sample()
-			f.Latency = schedlat.Kept{}
+			noLateRun(f)
 			b := state.Append(nil, f)
 			b[len(b)-5] = 0x7f
 			return reseal(b)
+		}(), state.ErrCorrupt},
+		"late run of no cgroup": {func() []byte {
+			// The body ends with one late run: index 1, run 3; the
+			// index made one past the last cgroup.
+			f := sample()
+			b := state.Append(nil, f)
+			if b[len(b)-7] != 1 || b[len(b)-6] != 1 || b[len(b)-5] != 3 {
+				panic("the sample does not end with its one late run")
+			}
+			b[len(b)-6] = byte(len(f.Table.Cgroups))
+			return reseal(b)
+		}(), state.ErrCorrupt},
+		"late run above the run": {func() []byte {
+			f := sample()
+			f.Table.Cgroups[1].LateRun = f.Table.Cgroups[1].Own.RunNanoseconds + 1
+			return state.Append(nil, f)
 		}(), state.ErrCorrupt},
 		"sealed nonsense": {func() []byte {
 			// A valid checksum over a body that does not describe a
@@ -291,8 +339,10 @@ func FuzzDecode(f *testing.F) {
 	for _, tc := range badFiles() {
 		f.Add(tc.b)
 	}
-	if v1, err := os.ReadFile("testdata/v1.state"); err == nil {
-		f.Add(v1)
+	for _, name := range []string{"v1", "v2", "v3"} {
+		if b, err := os.ReadFile("testdata/" + name + ".state"); err == nil {
+			f.Add(b)
+		}
 	}
 	f.Fuzz(func(t *testing.T, b []byte) {
 		file, err := state.Decode(b)
