@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/binary"
 	"errors"
+	"fmt"
 	"hash/crc32"
 	"os"
 	"path/filepath"
@@ -82,71 +83,38 @@ func latency(waits, same, caused uint64) schedlat.Counts {
 	return c
 }
 
-// TestDecodeVersion1: a file of the previous format, written by it
-// (testdata/v1.state, the sample without totals), loads whole, with no
-// totals: a table of totals restored from it primes its source.
-func TestDecodeVersion1(t *testing.T) {
-	b, err := os.ReadFile("testdata/v1.state")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if v := binary.LittleEndian.Uint16(b[8:]); v != 1 {
-		t.Fatalf("testdata/v1.state is of version %d", v)
-	}
-	got, err := state.Decode(b)
-	if err != nil {
-		t.Fatal(err)
-	}
-	want := sample()
-	want.Table.Totals, want.Table.Retired, want.Latency = container.TotalsState{}, nil, schedlat.Kept{}
-	noLateRun(want)
-	if diff := cmp.Diff(want, got); diff != "" {
-		t.Errorf("decoded (-want +got):\n%s", diff)
-	}
-}
-
-// TestDecodeVersion2: a file of format 2, written by it
-// (testdata/v2.state, the sample without latency totals), loads whole,
-// with no latency totals: those series start with the daemon.
-func TestDecodeVersion2(t *testing.T) {
-	b, err := os.ReadFile("testdata/v2.state")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if v := binary.LittleEndian.Uint16(b[8:]); v != 2 {
-		t.Fatalf("testdata/v2.state is of version %d", v)
-	}
-	got, err := state.Decode(b)
-	if err != nil {
-		t.Fatal(err)
-	}
-	want := sample()
-	want.Latency = schedlat.Kept{}
-	noLateRun(want)
-	if diff := cmp.Diff(want, got); diff != "" {
-		t.Errorf("decoded (-want +got):\n%s", diff)
-	}
-}
-
-// TestDecodeVersion3: a file of format 3, written by it
-// (testdata/v3.state, the sample without late run), loads whole, with no
-// late run: a restore fills from its counters as before.
-func TestDecodeVersion3(t *testing.T) {
-	b, err := os.ReadFile("testdata/v3.state")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if v := binary.LittleEndian.Uint16(b[8:]); v != 3 {
-		t.Fatalf("testdata/v3.state is of version %d", v)
-	}
-	got, err := state.Decode(b)
-	if err != nil {
-		t.Fatal(err)
-	}
-	want := sample()
-	noLateRun(want)
-	if diff := cmp.Diff(want, got); diff != "" {
-		t.Errorf("decoded (-want +got):\n%s", diff)
+// TestDecodeOlderVersions: a file of each earlier format, written by it
+// (testdata/v<N>.state, the sample without what later formats added),
+// loads whole: without totals, a table of totals restored from a version
+// 1 file primes its source; without latency totals (before 3), those
+// series start with the daemon; without late run (before 4), a restore
+// fills from the counters as before.
+func TestDecodeOlderVersions(t *testing.T) {
+	for v, without := range map[uint16]func(*state.File){
+		1: func(f *state.File) {
+			f.Table.Totals, f.Table.Retired, f.Latency = container.TotalsState{}, nil, schedlat.Kept{}
+			noLateRun(f)
+		},
+		2: func(f *state.File) { f.Latency = schedlat.Kept{}; noLateRun(f) },
+		3: noLateRun,
+	} {
+		name := fmt.Sprintf("testdata/v%d.state", v)
+		b, err := os.ReadFile(name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := binary.LittleEndian.Uint16(b[8:]); got != v {
+			t.Fatalf("%s is of version %d", name, got)
+		}
+		got, err := state.Decode(b)
+		if err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
+		want := sample()
+		without(want)
+		if diff := cmp.Diff(want, got); diff != "" {
+			t.Errorf("%s decoded (-want +got):\n%s", name, diff)
+		}
 	}
 }
 
