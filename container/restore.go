@@ -46,6 +46,7 @@ import (
 // time on a loaded machine). The procfs source reads the counter first in
 // every pass, and its gap may exceed by what the cgroup's tasks ran
 // between the two reads at the save.
+
 // restoredTask is a saved task not yet found by a pass.
 type restoredTask struct {
 	start uint64
