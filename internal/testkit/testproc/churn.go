@@ -70,6 +70,9 @@ type Churner struct {
 	done  bool
 }
 
+// PID returns the churn process's id.
+func (c *Churner) PID() int { return c.cmd.Process.Pid }
+
 // Pause stops the churn process with SIGSTOP, waits until it is stopped
 // and then for the short processes it had started to end: the cgroup's
 // counters then hold still. Resume goes on.
