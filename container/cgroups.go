@@ -38,10 +38,11 @@ type cgroupState struct {
 	// gapKnown is set when the first pass of a restored table filled
 	// this cgroup's own run-time gap (restore.go).
 	gapKnown bool
-	// lateRun is the run exit records credited to own since the last
-	// pass read the counters, of tasks that ran after it (CgroupState's
-	// LateRun); each pass starts it again at zero.
-	lateRun uint64
+	// readRun is own's run when the last pass that listed the cgroup
+	// ended, plus what the exit records of tasks gone by then credited
+	// since: the run its counter, read in that pass, holds. Whatever else
+	// own gained since ran after the read (CgroupState's LateRun).
+	readRun uint64
 
 	// Computed by rollup: own and tasks plus those of all descendants.
 	total      schedstat.Stat

@@ -70,7 +70,6 @@ func (t *Table) Exit(x Exit) {
 	t.counters.ExitEvents++
 	if e := t.tasks[x.TID]; e != nil && e.start == x.StartTime {
 		if !t.exitMoved(e, x) {
-			t.late(e.cg.live(), x.Final.RunNanoseconds-min(e.last.RunNanoseconds, x.Final.RunNanoseconds))
 			t.credit(e, e.cg, x.Final)
 		}
 		e.h.Close()
@@ -86,6 +85,7 @@ func (t *Table) Exit(x Exit) {
 		}
 		cg := g.cg.live()
 		cg.own = cg.own.Add(d)
+		cg.readRun += d.RunNanoseconds // gone by the pass's read: in the counter
 		return
 	}
 	if at, ok := t.takeMoves(x.TID, x.StartTime, schedstat.Stat{}, x.Final); ok {
@@ -96,25 +96,10 @@ func (t *Table) Exit(x Exit) {
 		t.restored.LateExits++
 	}
 	if cg := t.cgroups.byID[x.Cgroup]; cg != nil && cg.seen == t.pass {
-		t.late(cg, x.Final.RunNanoseconds)
 		cg.own = cg.own.Add(x.Final)
 		return
 	}
 	t.pending.hold(t, x)
-}
-
-// late notes run that an exit record credits to cg between passes, of a
-// task the last pass read alive or never saw: it ran after that pass read
-// the cgroups' counters (CgroupState.LateRun). A retired task's record is
-// not late: the task was gone when the pass read the counters.
-func (t *Table) late(cg *cgroupState, run uint64) {
-	if run == 0 {
-		return
-	}
-	if cg.lateRun == 0 {
-		t.lateCgroups = append(t.lateCgroups, cg)
-	}
-	cg.lateRun += run
 }
 
 // identity names a task: its id and start time.

@@ -125,7 +125,8 @@ func (t *Table) Restore(s State) error {
 	for i, c := range s.Cgroups {
 		cg := &cgroupState{
 			id: c.ID, path: c.Path, own: c.Own, base: c.Base, total: c.Own,
-			kernel: loadKernel(&c.Kernel),
+			kernel:  loadKernel(&c.Kernel),
+			readRun: c.Own.RunNanoseconds - min(c.LateRun, c.Own.RunNanoseconds),
 		}
 		if c.Parent >= 0 {
 			cg.parent = cgs[c.Parent]
@@ -136,10 +137,9 @@ func (t *Table) Restore(s State) error {
 		if c.HoldsPath {
 			set.byPath[c.Path] = cg
 		}
-		// The run at the counter's read: exit records fed after it
-		// credited LateRun that the counter shows only since.
-		run := c.Own.RunNanoseconds - min(c.LateRun, c.Own.RunNanoseconds)
-		rs.cgroups[cg] = restoredCgroup{run: run, usage: c.Kernel[0].Last, hasUsage: c.Kernel[0].Has}
+		// The run at the counter's read: records fed after it credited
+		// LateRun, which the counter shows only since.
+		rs.cgroups[cg] = restoredCgroup{run: cg.readRun, usage: c.Kernel[0].Last, hasUsage: c.Kernel[0].Has}
 	}
 	// Totals as the last rollup had them: a path made again under a new
 	// id, or removed, carries on from them.
@@ -202,7 +202,9 @@ func (t *Table) exitBeforeFirstPass(x Exit) {
 	if r, ok := rs.retired[identity{x.TID, x.StartTime}]; ok {
 		delete(rs.retired, identity{x.TID, x.StartTime})
 		cg := r.cg.live()
-		cg.own = cg.own.Add(x.Final.Since(r.last))
+		d := x.Final.Since(r.last)
+		cg.own = cg.own.Add(d)
+		cg.readRun += d.RunNanoseconds // gone by the save's read: in its counter
 		t.restored.TasksExited++
 		return
 	}

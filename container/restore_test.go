@@ -403,19 +403,19 @@ func TestRestoreListsCountersFirst(t *testing.T) {
 	}
 }
 
-// TestRestoreLateExitRun: exit records fed after the last pass read the
-// counters (the daemon stopping drains them) credit run the saved counter
-// does not hold yet, of a task that pass read alive and of one it never
-// saw. The State says how much (LateRun), and the restored table does not
-// fill it again from the counter's growth; a retired task's record is not
-// late (it was gone when the counter was read).
+// TestRestoreLateExitRun: exit and move records fed after the last pass
+// read the counters (the daemon stopping drains them) credit run the saved
+// counter does not hold yet, of a task that pass read alive and of one it
+// never saw. The State says how much (LateRun), and the restored table does
+// not fill it again from the counter's growth; a retired task's record is
+// not late (it was gone when the counter was read).
 func TestRestoreLateExitRun(t *testing.T) {
-	r := newRig(t, "/", "/a")
+	r := newRig(t, "/", "/a", "/b")
 	r.table.TrackExits()
 	alive := r.spawn(10, 100, 1, 1)
 	gone := r.spawn(11, 100, 1, 1)
 	r.tree.Set("/a", 10, 11)
-	r.setUsage(map[string]uint64{"/": 1000, "/a": 200})
+	r.setUsage(map[string]uint64{"/": 1000, "/a": 200, "/b": 0})
 	r.pass()
 	// 11 runs 20 more and exits; the next pass retires it and reads
 	// /a's counter.
@@ -425,19 +425,23 @@ func TestRestoreLateExitRun(t *testing.T) {
 	r.setUsage(map[string]uint64{"/": 1020, "/a": 220})
 	before := totalsOf(r.pass())
 
-	// After that pass: 11's record; 10 runs 30 more and exits; 12 lives
-	// and dies having run 40. Their records come before the state is
-	// written.
+	// After that pass: 11's record; 10 runs 15 more, moves to /b, runs
+	// 15 there and exits; 12 lives and dies in /a having run 40. Their
+	// records come before the state is written.
 	r.table.Exit(r.exitOf(11, gone.Start, gone.Stat, "/a"))
+	r.table.Migrate(r.moveOf(10, alive.Start, stat(115, 1, 2), "/a", "/b"))
 	alive.Stat = stat(130, 1, 2)
 	r.k.Exit(10)
 	twelve := r.spawn(12, 40, 1, 1)
 	r.k.Exit(12)
-	r.table.Exit(r.exitOf(10, alive.Start, alive.Stat, "/a"))
+	r.table.Exit(r.exitOf(10, alive.Start, alive.Stat, "/b"))
 	r.table.Exit(r.exitOf(12, twelve.Start, twelve.Stat, "/a"))
 	st := r.table.State()
-	if got := st.Cgroups[r.stateIndex(st, "/a")].LateRun; got != 30+40 {
-		t.Errorf("LateRun of /a = %d, want 70: 10's last 30 and 12's 40, not 11's stretch", got)
+	if got := st.Cgroups[r.stateIndex(st, "/a")].LateRun; got != 15+40 {
+		t.Errorf("LateRun of /a = %d, want 55: 10's 15 before its move and 12's 40, not 11's stretch", got)
+	}
+	if got := st.Cgroups[r.stateIndex(st, "/b")].LateRun; got != 15 {
+		t.Errorf("LateRun of /b = %d, want 15: 10's last 15", got)
 	}
 
 	// While down: a thread lives and dies in /a having run 50.
@@ -448,13 +452,16 @@ func TestRestoreLateExitRun(t *testing.T) {
 		t.Fatal(err)
 	}
 	r.tree.Set("/a")
-	r.setUsage(map[string]uint64{"/": 1020 + 70 + 50, "/a": 220 + 70 + 50})
+	r.setUsage(map[string]uint64{"/": 1020 + 70 + 50, "/a": 220 + 55 + 50, "/b": 15})
 	got := totalsOf(r.pass())
 	if fill := r.table.Restored().FilledRunNanoseconds; fill != 50 {
 		t.Errorf("filled %d ns, want 50: the unseen thread's run, not the 70 the records counted before the save", fill)
 	}
-	if d := got["/a"].RunNanoseconds - before["/a"].RunNanoseconds; d != 20+30+40+50 {
-		t.Errorf("/a ran %d ns since, want %d", d, 20+30+40+50)
+	if d := got["/a"].RunNanoseconds - before["/a"].RunNanoseconds; d != 20+15+40+50 {
+		t.Errorf("/a ran %d ns since, want %d", d, 20+15+40+50)
+	}
+	if d := got["/b"].RunNanoseconds - before["/b"].RunNanoseconds; d != 15 {
+		t.Errorf("/b ran %d ns since, want 15", d)
 	}
 }
 

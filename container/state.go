@@ -72,11 +72,12 @@ type CgroupState struct {
 	// included; Base is the offset its series go on from (what the path
 	// showed before this cgroup took it over).
 	Own, Base schedstat.Stat
-	// LateRun is the run time in Own that exit records credited after the
-	// last pass read the cgroup's counter (Kernel's usage), of tasks that
-	// pass read alive or never saw: the daemon stopping feeds the records
-	// that come then. The counter does not hold it yet, so a restore fills
-	// the cgroup's gap from the counter as if Own were less by it.
+	// LateRun is the run time in Own that exit and move records credited
+	// after the last pass read the cgroup's counter (Kernel's usage), of
+	// tasks that pass read alive or never saw: the daemon stopping feeds
+	// the records that come then. The counter does not hold it yet, so a
+	// restore fills the cgroup's gap from the counter as if Own were less
+	// by it.
 	LateRun uint64
 	// Kernel are the cgroup's own kernel counters made monotonic, in the
 	// order of KernelCounterNames.
@@ -260,7 +261,7 @@ func (t *Table) StateInto(s *State) {
 		s.Cgroups = append(s.Cgroups, CgroupState{
 			ID: cg.id, Parent: parent, Path: cg.path,
 			HoldsPath: set.byPath[cg.path] == cg,
-			Own:       cg.own, Base: cg.base, LateRun: cg.lateRun,
+			Own:       cg.own, Base: cg.base, LateRun: cg.own.RunNanoseconds - min(cg.readRun, cg.own.RunNanoseconds),
 			Kernel: saveKernel(&cg.kernel),
 		})
 		return cg.stateIndex

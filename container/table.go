@@ -76,8 +76,6 @@ type Table struct {
 	stateGen   uint64 // StateInto calls, to tell current indexes from old
 	// totals is set for a table of per-cgroup totals (NewCgroupTable).
 	totals *totalsState
-	// lateCgroups are the cgroups whose lateRun is not zero.
-	lateCgroups []*cgroupState
 }
 
 // NewTable returns a table that lists cgroups with lister and opens tasks
@@ -115,12 +113,6 @@ func (t *Table) PassContext(ctx context.Context) error {
 		t.counters.FailedPasses++
 		return fmt.Errorf("list cgroups: %w", err)
 	}
-	// The counters are read again: what exit records credited before
-	// this pass is in them.
-	for _, cg := range t.lateCgroups {
-		cg.lateRun = 0
-	}
-	t.lateCgroups = t.lateCgroups[:0]
 	if len(t.listing.Cgroups) == 0 {
 		t.counters.FailedPasses++
 		return errors.New("list cgroups: empty listing")
@@ -165,6 +157,9 @@ func (t *Table) PassContext(ctx context.Context) error {
 		t.forgetTotals()
 	}
 	t.cgroups.end(t.pass, now)
+	for _, cg := range t.cgroups.order {
+		cg.readRun = cg.own.RunNanoseconds // what the pass read is credited
+	}
 	t.graves.expire()
 	t.moved.expire(now)
 	t.shrink()
