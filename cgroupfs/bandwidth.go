@@ -112,5 +112,5 @@ func ParseBandwidth(b []byte) (Bandwidth, error) {
 // missing file, or a missing twin, is no error: the cgroup has no
 // bandwidth series.
 func (w *walker) readBandwidth(parentfd int, n *node) (Bandwidth, error) {
-	return readKernelFile(w, parentfd, n, n.bandwidth, &n.bandwidthFD, w.bandwidth, ParseBandwidth)
+	return readKernelFile(w, parentfd, n, bandwidthKind, &n.bandwidthFD, w.bandwidth, ParseBandwidth)
 }

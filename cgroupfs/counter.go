@@ -41,14 +41,14 @@ func threadsFile(v2 bool) string {
 // cgroup without a twin simply has no counter; elsewhere a missing or
 // malformed counter file is an error.
 func (w *walker) readUsage(parentfd int, n *node, c *Cgroup) error {
-	if n.usage == nil {
+	if w.mirror == "" && w.usageFile == "" {
 		return nil
 	}
 	base := parentfd
 	if w.mirror != "" {
 		base = atCWD
 	}
-	err := w.readCounter(base, n.usage, n.rel, &n.usageFD)
+	err := w.readCounter(base, n, usageKind, &n.usageFD)
 	if err == nil {
 		c.UsageNanoseconds, err = w.parseUsage(w.buf)
 	} else if w.mirror != "" && IsRemoved(err) {

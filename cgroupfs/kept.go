@@ -27,15 +27,15 @@ type keptFD struct{ fd int }
 // noFD is a keptFD that holds nothing.
 var noFD = keptFD{fd: -1}
 
-// readCounter reads the counter file name (NUL-terminated, relative to
-// dirfd) of the cgroup rel into w.buf. With a keeper, the file is opened
+// readCounter reads the counter file kind of the cgroup n (its name
+// relative to dirfd, built only when the file is opened) into w.buf. With a keeper, the file is opened
 // once, kept in k while the budget allows, and read with pread after that.
 // A kept fd whose read fails with ENODEV belongs to a cgroup that was
 // removed (or a file hidden since, as cgroup.pressure 0 does): it is
 // closed, and the file is opened again by name, which finds the cgroup
 // made since under the same path or fails as a removed cgroup's file
 // does. Other errors keep the fd, for the next pass to try again.
-func (w *walker) readCounter(dirfd int, name []byte, rel string, k *keptFD) error {
+func (w *walker) readCounter(dirfd int, n *node, kind fileKind, k *keptFD) error {
 	if k.fd >= 0 {
 		err := w.pread(k.fd)
 		if err == nil || !errors.Is(err, unix.ENODEV) {
@@ -43,15 +43,16 @@ func (w *walker) readCounter(dirfd int, name []byte, rel string, k *keptFD) erro
 		}
 		w.release(k)
 	}
+	name := w.fileName(n, kind)
 	if w.keeper == nil {
-		return w.read(dirfd, name, rel)
+		return w.read(dirfd, name, n.rel)
 	}
 	fd, err := openat(dirfd, name, unix.O_RDONLY)
 	if err != nil {
 		w.buf = w.buf[:0]
 		return err
 	}
-	w.fire(hookFileOpened, rel)
+	w.fire(hookFileOpened, n.rel)
 	if !w.keeper.KeepCgroupFD() {
 		w.buf, err = readAll(fd, w.buf[:0])
 		unix.Close(fd)

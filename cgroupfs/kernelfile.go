@@ -23,21 +23,6 @@ func (k kernelFile) path(dir, rel string) string {
 	return filepath.Join(dir, rel, k.file)
 }
 
-// name returns the NUL-terminated name the walker opens for the cgroup
-// rel, whose directory is base below its parent's (absolute for the
-// root), or nil if there is no such file.
-func (k kernelFile) name(base, rel string) []byte {
-	switch {
-	case k.file == "":
-		return nil
-	case k.mirror == "":
-		return cstring(base + "/" + k.file)
-	case rel == "/":
-		return cstring(k.mirror + "/" + k.file)
-	}
-	return cstring(k.mirror + rel + "/" + k.file)
-}
-
 // kernelFiles are where a hierarchy's cgroups keep the optional kernel
 // files: CFS bandwidth counters and CPU pressure.
 type kernelFiles struct {
@@ -109,7 +94,7 @@ func (h *Hierarchy) PressureFile() string {
 // first error; the part that failed is left without its Has flags.
 func (w *walker) readKernelFiles(parentfd int, n *node, c *Cgroup) error {
 	var berr, perr error
-	if n.bandwidth != nil {
+	if w.bandwidth.file != "" {
 		c.Bandwidth, berr = w.readBandwidth(parentfd, n)
 	}
 	c.Pressure, perr = w.readPressure(parentfd, n)
@@ -119,21 +104,21 @@ func (w *walker) readKernelFiles(parentfd int, n *node, c *Cgroup) error {
 	return perr
 }
 
-// readKernelFile reads the file name of the cgroup n, where f keeps it
+// readKernelFile reads the file kind of the cgroup n, where f keeps it
 // (relative to parentfd, or in a mirror hierarchy), through k when the
 // walk keeps files, and parses it. A
-// cgroup without the file (name nil), a missing file or a missing twin is
+// cgroup without the file (f.file ""), a missing file or a missing twin is
 // the zero value and no error.
-func readKernelFile[T any](w *walker, parentfd int, n *node, name []byte, k *keptFD, f kernelFile, parse func([]byte) (T, error)) (T, error) {
+func readKernelFile[T any](w *walker, parentfd int, n *node, kind fileKind, k *keptFD, f kernelFile, parse func([]byte) (T, error)) (T, error) {
 	var zero T
-	if name == nil {
+	if f.file == "" {
 		return zero, nil
 	}
 	base := parentfd
 	if f.mirror != "" {
 		base = atCWD
 	}
-	err := w.readCounter(base, name, n.rel, k)
+	err := w.readCounter(base, n, kind, k)
 	if IsRemoved(err) {
 		return zero, nil
 	}

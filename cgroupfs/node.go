@@ -4,22 +4,19 @@ import "strings"
 
 // node is a cgroup directory the walker has seen, kept between passes so
 // that a steady-state pass builds no strings: the path a Listing reports
-// and the names openat needs are made once, when the cgroup first appears.
+// and the directory's name are made once, when the cgroup first appears.
 // Nodes of removed cgroups are dropped by the pass that no longer finds
 // them, so the cache holds what the last pass saw and no more.
 //
 // A cgroup's own files are opened relative to its parent's directory fd
 // ("name/tasks"), so a cgroup without children is never opened as a
-// directory. The root's names are absolute.
+// directory. The root's names are absolute. The files' names are built
+// when a file is opened (fileName), not kept: the counter files stay open
+// between passes, so most are built once in a cgroup's life.
 type node struct {
-	name    string // directory name; "" for the root
-	rel     string // path relative to the hierarchy root, "/" for the root
-	dir     []byte // name, or the root's absolute path, and a NUL
-	threads []byte // name/tasks or name/cgroup.threads, and a NUL
-	usage   []byte // name/<counter file>, or its absolute path in the mirror hierarchy, and a NUL; nil if none
-	// bandwidth and pressure are the names of the cgroup's cpu.stat (v1)
-	// and cpu.pressure in the same way, nil where there are none.
-	bandwidth, pressure []byte
+	name string // directory name; "" for the root
+	rel  string // path relative to the hierarchy root, "/" for the root
+	dir  []byte // name, or the root's absolute path, and a NUL
 	// usageFD, bandwidthFD and pressureFD hold those files open between
 	// passes when the walker keeps files (kept.go).
 	usageFD, bandwidthFD, pressureFD keptFD
@@ -30,26 +27,65 @@ type node struct {
 
 // newRoot returns the node of the hierarchy root.
 func (w *walker) newRoot() *node {
-	n := &node{rel: "/", usageFD: noFD, bandwidthFD: noFD, pressureFD: noFD}
-	w.setNames(n, w.dir)
-	return n
+	return &node{rel: "/", dir: cstring(w.dir), usageFD: noFD, bandwidthFD: noFD, pressureFD: noFD}
 }
 
-// setNames fills the NUL-terminated names of n, whose directory is base
-// below its parent's (or, for the root, absolute).
-func (w *walker) setNames(n *node, base string) {
-	n.dir = cstring(base)
-	n.threads = cstring(base + "/" + threadsFile(w.v2))
-	switch {
-	case w.mirror != "" && n.rel == "/":
-		n.usage = cstring(w.mirror + "/" + usageFileV1)
-	case w.mirror != "":
-		n.usage = cstring(w.mirror + n.rel + "/" + usageFileV1)
-	case w.usageFile != "":
-		n.usage = cstring(base + "/" + w.usageFile)
+// fileKind names one of the files the walker reads in every cgroup.
+type fileKind int
+
+const (
+	threadsKind   fileKind = iota // tasks or cgroup.threads
+	usageKind                     // the CPU counter
+	bandwidthKind                 // cpu.stat on v1
+	pressureKind                  // cpu.pressure
+)
+
+// fileName returns the NUL-terminated name the walker opens for the file
+// kind of n: below n's parent's directory ("name/tasks"), absolute for the
+// root and for a file in a mirror hierarchy; nil when the hierarchy's
+// cgroups have no such file. The name is built in w.names and holds until
+// the next call.
+func (w *walker) fileName(n *node, kind fileKind) []byte {
+	base := n.dir[:len(n.dir)-1]
+	inDir := func(file string) []byte {
+		return append(append(append(w.names[:0], base...), '/'), file...)
 	}
-	n.bandwidth = w.bandwidth.name(base, n.rel)
-	n.pressure = w.pressure.name(base, n.rel)
+	mirrored := func(mirror, file string) []byte {
+		b := append(w.names[:0], mirror...)
+		if n.rel != "/" {
+			b = append(b, n.rel...)
+		}
+		return append(append(b, '/'), file...)
+	}
+	var b []byte
+	switch kind {
+	case threadsKind:
+		b = inDir(threadsFile(w.v2))
+	case usageKind:
+		switch {
+		case w.mirror != "":
+			b = mirrored(w.mirror, usageFileV1)
+		case w.usageFile != "":
+			b = inDir(w.usageFile)
+		default:
+			return nil
+		}
+	case bandwidthKind, pressureKind:
+		f := w.bandwidth
+		if kind == pressureKind {
+			f = w.pressure
+		}
+		switch {
+		case f.file == "":
+			return nil
+		case f.mirror == "":
+			b = inDir(f.file)
+		default:
+			b = mirrored(f.mirror, f.file)
+		}
+	}
+	w.names = append(b, 0)
+	return w.names
 }
 
 // kid returns the child of n called name, making and caching it when the
@@ -60,13 +96,15 @@ func (w *walker) kid(n *node, name []byte) *node {
 		k.seen = w.pass
 		return k
 	}
-	k := &node{name: string(name), seen: w.pass, usageFD: noFD, bandwidthFD: noFD, pressureFD: noFD}
+	k := &node{seen: w.pass, usageFD: noFD, bandwidthFD: noFD, pressureFD: noFD}
 	if n.rel == "/" {
-		k.rel = "/" + k.name
+		k.rel = "/" + string(name)
 	} else {
-		k.rel = n.rel + "/" + k.name
+		k.rel = n.rel + "/" + string(name)
 	}
-	w.setNames(k, k.name)
+	// The name is the end of the path, not a string of its own.
+	k.name = k.rel[len(k.rel)-len(name):]
+	k.dir = cstring(k.name)
 	if n.kids == nil {
 		n.kids = make(map[string]*node)
 	}

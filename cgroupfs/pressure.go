@@ -72,5 +72,5 @@ func pressureTotal(fields []byte) (uint64, bool) {
 // in the v2 hierarchy beside a walked v1 one. A missing file, or a
 // missing twin, is no error: the cgroup has no pressure series.
 func (w *walker) readPressure(parentfd int, n *node) (Pressure, error) {
-	return readKernelFile(w, parentfd, n, n.pressure, &n.pressureFD, w.pressure, ParsePressure)
+	return readKernelFile(w, parentfd, n, pressureKind, &n.pressureFD, w.pressure, ParsePressure)
 }

@@ -37,6 +37,7 @@ type walker struct {
 	pass     uint64
 	buf      []byte  // file contents
 	dents    []byte  // getdents64 records
+	names    []byte  // the name of the file being opened (fileName)
 	stack    []*node // children still to visit, for all open levels
 	stx      unix.Statx_t
 	testHook func(at hookPoint, rel string)
@@ -138,7 +139,7 @@ func (w *walker) readOwn(parentfd int, n *node, c *Cgroup) error {
 	if w.noThreads {
 		return cmp.Or(w.readUsage(parentfd, n, c), w.readKernelFiles(parentfd, n, c))
 	}
-	err := w.read(parentfd, n.threads, n.rel)
+	err := w.read(parentfd, w.fileName(n, threadsKind), n.rel)
 	if err == nil {
 		c.TIDs, err = ParseTIDs(w.buf, c.TIDs[:0])
 	}

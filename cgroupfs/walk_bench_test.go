@@ -5,8 +5,10 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"runtime"
 	"testing"
 
+	"github.com/schedstatd/schedstatd/internal/testkit/benchx"
 	"golang.org/x/sys/unix"
 )
 
@@ -52,11 +54,13 @@ func BenchmarkWalk(b *testing.B) {
 				b.Run(mode.name, func(b *testing.B) {
 					lay := lay
 					lay.kernfs = mode.kernfs
+					before := benchx.HeapAfterGC()
 					h := newHierarchy(lay)
 					var l Listing
 					if err := h.List(&l); err != nil {
 						b.Fatal(err)
 					}
+					kept := benchx.HeapAfterGC() - before
 					b.ReportAllocs()
 					for b.Loop() {
 						if err := h.List(&l); err != nil {
@@ -64,6 +68,10 @@ func BenchmarkWalk(b *testing.B) {
 						}
 					}
 					reportPerCgroup(b, len(l.Cgroups))
+					// What the walker's cache of the tree and a listing hold
+					// between passes.
+					b.ReportMetric(float64(kept)/float64(len(l.Cgroups)), "live-B/cgroup")
+					runtime.KeepAlive(h)
 				})
 			}
 			b.Run("files-only", func(b *testing.B) {
