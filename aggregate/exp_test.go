@@ -6,7 +6,6 @@ import (
 	"github.com/cilium/ebpf"
 	"github.com/cilium/ebpf/asm"
 	"github.com/cilium/ebpf/link"
-	"github.com/schedstatd/schedstatd/internal/kbtf"
 	"github.com/schedstatd/schedstatd/internal/testkit/benchx"
 )
 
@@ -23,14 +22,7 @@ func BenchmarkProgramParts(b *testing.B) {
 		b.Fatal(err)
 	}
 	tasks := s.Stats().Tasks
-	spec, err := kbtf.KernelSpec()
-	if err != nil {
-		b.Fatal(err)
-	}
-	l, err := kernelLayout(spec, s.controller())
-	if err != nil {
-		b.Fatal(err)
-	}
+	_, l := sourceLayout(b, s)
 	full := iterProgram(l, false, false)
 	const head, storage = 6, 13 // instructions up to exit_state, and up to the storage call's result
 	for _, v := range []struct {

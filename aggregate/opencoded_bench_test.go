@@ -7,8 +7,6 @@ import (
 	"github.com/cilium/ebpf"
 	"github.com/cilium/ebpf/asm"
 	"github.com/cilium/ebpf/btf"
-	"github.com/cilium/ebpf/link"
-	"github.com/schedstatd/schedstatd/internal/kbtf"
 	"github.com/schedstatd/schedstatd/internal/testkit/benchx"
 	"github.com/schedstatd/schedstatd/internal/testkit/testproc"
 )
@@ -72,14 +70,7 @@ func BenchmarkOpenCodedFloor(b *testing.B) {
 	if tasks < threads {
 		b.Fatalf("a read found %d tasks, fewer than the %d sleeping threads", tasks, threads)
 	}
-	spec, err := kbtf.KernelSpec()
-	if err != nil {
-		b.Fatal(err)
-	}
-	l, err := kernelLayout(spec, s.controller())
-	if err != nil {
-		b.Fatal(err)
-	}
+	spec, l := sourceLayout(b, s)
 	iterNew := kfuncCall(b, spec, "bpf_iter_task_new")
 	iterNext := kfuncCall(b, spec, "bpf_iter_task_next")
 	iterDestroy := kfuncCall(b, spec, "bpf_iter_task_destroy")
@@ -88,19 +79,7 @@ func BenchmarkOpenCodedFloor(b *testing.B) {
 		b.Fatal(err)
 	}
 	b.Cleanup(func() { count.Close() })
-	empty, err := ebpf.NewProgram(&ebpf.ProgramSpec{
-		Name: "schedstatd_nopi", Type: ebpf.Tracing, AttachType: ebpf.AttachTraceIter, AttachTo: "task",
-		License: license, Instructions: asm.Instructions{asm.Mov.Imm(asm.R0, 0), asm.Return()},
-	})
-	if err != nil {
-		b.Fatal(err)
-	}
-	b.Cleanup(func() { empty.Close() })
-	it, err := link.AttachIter(link.IterOptions{Program: empty})
-	if err != nil {
-		b.Fatal(err)
-	}
-	b.Cleanup(func() { it.Close() })
+	it := attachEmptyIter(b)
 	b.Run("iter-task", func(b *testing.B) {
 		emptySource := &Source{iter: it}
 		benchx.EachMode(b, tasks, func() {

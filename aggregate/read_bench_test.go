@@ -5,8 +5,10 @@ import (
 
 	"github.com/cilium/ebpf"
 	"github.com/cilium/ebpf/asm"
+	"github.com/cilium/ebpf/btf"
 	"github.com/cilium/ebpf/link"
 	"github.com/schedstatd/schedstatd/cgroupfs"
+	"github.com/schedstatd/schedstatd/internal/kbtf"
 	"github.com/schedstatd/schedstatd/internal/testkit/benchx"
 )
 
@@ -58,10 +60,9 @@ func BenchmarkRead(b *testing.B) {
 	})
 }
 
-// BenchmarkIteratorFloor times an iter/task program that only returns:
-// what the kernel's walk over every task costs before any program work.
-func BenchmarkIteratorFloor(b *testing.B) {
-	s := openSource(b, Options{})
+// attachEmptyIter attaches an iter/task program that only returns, closed
+// when b ends.
+func attachEmptyIter(b *testing.B) *link.Iter {
 	prog, err := ebpf.NewProgram(&ebpf.ProgramSpec{
 		Name: "schedstatd_nopi", Type: ebpf.Tracing, AttachType: ebpf.AttachTraceIter, AttachTo: "task",
 		License: license, Instructions: asm.Instructions{asm.Mov.Imm(asm.R0, 0), asm.Return()},
@@ -75,6 +76,28 @@ func BenchmarkIteratorFloor(b *testing.B) {
 		b.Fatal(err)
 	}
 	b.Cleanup(func() { it.Close() })
+	return it
+}
+
+// sourceLayout returns the running kernel's BTF and the layout s's
+// programs were assembled for.
+func sourceLayout(b *testing.B, s *Source) (*btf.Spec, layout) {
+	spec, err := kbtf.KernelSpec()
+	if err != nil {
+		b.Fatal(err)
+	}
+	l, err := kernelLayout(spec, s.controller())
+	if err != nil {
+		b.Fatal(err)
+	}
+	return spec, l
+}
+
+// BenchmarkIteratorFloor times an iter/task program that only returns:
+// what the kernel's walk over every task costs before any program work.
+func BenchmarkIteratorFloor(b *testing.B) {
+	s := openSource(b, Options{})
+	it := attachEmptyIter(b)
 	if err := s.Read(); err != nil {
 		b.Fatal(err)
 	}
