@@ -145,10 +145,11 @@ test-chart:
 test-kubelet: test-deps
 	$(GO) test -race -count=1 -timeout 40m -tags kubelet -run '^TestKubelet' -v ./cmd/schedstatd/
 
-# test-known-gaps runs the tests of gaps known on main against a real
-# containerd (build tag knowngaps); each fails until its gap is closed.
+# test-known-gaps runs the tests of gaps known on main (build tag
+# knowngaps): against a real containerd, and of exit capture's hooks; each
+# fails until its gap is closed.
 test-known-gaps: test-deps
-	$(GO) test -race -count=1 -tags knowngaps -run 'Gap' -v ./cmd/schedstatd/
+	$(GO) test -race -count=1 -tags knowngaps -run 'Gap' -v ./cmd/schedstatd/ ./exitcapture/
 
 # test-kernels runs the real-kernel tests (schedstat, procsource, cgroupfs, container,
 # taskiter, exitcapture, schedlat and the daemon's) inside a virtual machine per
