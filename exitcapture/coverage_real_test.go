@@ -108,10 +108,7 @@ func TestCoverageFastPasses(t *testing.T) {
 	c := p.capture.Counters()
 	t.Logf("cpuacct.usage %.4fs; with exit capture %.4fs (%.4f); passes %d, exit events %d, exits seen by passes %d, retired remembered %d, evicted %d",
 		float64(usage)/1e9, float64(captured)/1e9, float64(captured)/float64(usage), c.Passes, c.ExitEvents, c.Exits, c.RetiredTracked, c.RetiredEvicted)
-	// Below by a few threads' time in some runs: the kernel sends no
-	// record at sched_process_free for them (TestGapFreeHookEveryThread,
-	// a known gap; 2 of these 200 threads here, 1%).
-	if r := float64(captured) / float64(usage); r < 0.97 || r > 1.005 {
+	if r := float64(captured) / float64(usage); r < 0.995 || r > 1.005 {
 		t.Errorf("with passes every 2 ms the cgroup ran %d ns against its CPU counter's %d ns (%.4f), more than 0.5%% apart", captured, usage, r)
 	}
 }
@@ -147,7 +144,10 @@ func TestCoverageNewCgroup(t *testing.T) {
 	captured := run(t, p.capture, rel)
 	t.Logf("new cgroup: cpuacct.usage %.4fs, with exit capture %.4fs (%.4f); unattributed %d (node-wide); records lost %d",
 		float64(usage)/1e9, float64(captured)/1e9, float64(captured)/float64(usage), p.capture.Counters().UnattributedExits, s.Stats().Lost)
-	if r := float64(captured) / float64(usage); r < 0.995 || r > 1.005 {
+	// Below by a few threads' time in some runs: the kernel sends no
+	// record at sched_process_free for them (TestGapFreeHookEveryThread,
+	// a known gap; 2 of these 200 threads here, 1%).
+	if r := float64(captured) / float64(usage); r < 0.97 || r > 1.005 {
 		t.Errorf("the new cgroup ran %d ns against its CPU counter's %d ns (%.4f)", captured, usage, r)
 	}
 }
