@@ -208,8 +208,15 @@ func TestCoverageHooks(t *testing.T) {
 				hook, float64(usage)/1e9, float64(captured)/1e9, r, float64(polled)/1e9, float64(polled)/float64(usage), c.ExitEvents, c.Exits, s.Stats().Lost)
 			// Above 1 by at most the helper's start-up before it moved
 			// into a v1 cgroup, in its own counters but not the cgroup's.
-			if r < 0.999 || r > 1.002 {
-				t.Errorf("at %s the cgroup ran %d ns against its CPU counter's %d ns (coverage %.4f), outside 0.999 to 1.002", hook, captured, usage, r)
+			// Below, at sched_process_free, by the records the kernel
+			// sometimes never sends (TestGapFreeHookEveryThread, a known
+			// gap: 0.27% once here).
+			low := 0.999
+			if hook == HookFree {
+				low = 0.99
+			}
+			if r < low || r > 1.002 {
+				t.Errorf("at %s the cgroup ran %d ns against its CPU counter's %d ns (coverage %.4f), outside %.3f to 1.002", hook, captured, usage, r, low)
 			}
 		})
 	}
