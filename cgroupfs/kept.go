@@ -28,8 +28,9 @@ type keptFD struct{ fd int }
 var noFD = keptFD{fd: -1}
 
 // readCounter reads the counter file kind of the cgroup n (its name
-// relative to dirfd, built only when the file is opened) into w.buf. With a keeper, the file is opened
-// once, kept in k while the budget allows, and read with pread after that.
+// relative to dirfd, built only when the file is opened) into w.buf. With
+// a keeper, the file is opened once, kept in k while the budget allows,
+// and read with pread after that.
 // A kept fd whose read fails with ENODEV belongs to a cgroup that was
 // removed (or a file hidden since, as cgroup.pressure 0 does): it is
 // closed, and the file is opened again by name, which finds the cgroup
