@@ -48,10 +48,10 @@ func kfuncCall(b *testing.B, spec *btf.Spec, name string) asm.Instruction {
 // the empty iter/task program of BenchmarkIteratorFloor, which the kernel
 // calls once per task after finding it by its id, over the same tasks: the
 // node's and 20,000 sleeping threads (2,000 with -short). "walk" only
-// counts the tasks;
-// "fields" also loads what the iterator program reads of each (exit_state,
-// the three counters, the css_set); "storage" looks each task's storage
-// up instead (and creates it), as the iterator program does. The program
+// counts the tasks; "fields" also loads what the iterator program reads of
+// each (exit_state, the three counters, the css_set); "storage" looks each
+// task's storage up instead (and creates it), as the iterator program
+// does; "iterator" is that program itself. The program
 // runs by BPF_PROG_TEST_RUN as a raw tracepoint program, under
 // rcu_read_lock, which the task iterator needs.
 //
@@ -80,6 +80,7 @@ func BenchmarkOpenCodedFloor(b *testing.B) {
 	}
 	b.Cleanup(func() { count.Close() })
 	it := attachEmptyIter(b)
+	ctx := make([]byte, 8) // a raw tracepoint's arguments, unused
 	b.Run("iter-task", func(b *testing.B) {
 		emptySource := &Source{iter: it}
 		benchx.EachMode(b, tasks, func() {
@@ -152,8 +153,12 @@ func BenchmarkOpenCodedFloor(b *testing.B) {
 		}
 		b.Cleanup(func() { prog.Close() })
 		b.Run(v.name, func(b *testing.B) {
+			// The count of the program before must not pass for this one's.
+			if err := count.Put(uint32(0), uint64(0)); err != nil {
+				b.Fatal(err)
+			}
 			benchx.EachMode(b, tasks, func() {
-				if _, err := prog.Run(&ebpf.RunOptions{Context: make([]byte, 8)}); err != nil {
+				if _, err := prog.Run(&ebpf.RunOptions{Context: ctx}); err != nil {
 					b.Fatal(err)
 				}
 			})
