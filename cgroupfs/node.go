@@ -11,8 +11,10 @@ import "strings"
 // A cgroup's own files are opened relative to its parent's directory fd
 // ("name/tasks"), so a cgroup without children is never opened as a
 // directory. The root's names are absolute. The files' names are built
-// when a file is opened (fileName), not kept: the counter files stay open
-// between passes, so most are built once in a cgroup's life.
+// into one buffer when a file is opened (fileName), not kept: the counter
+// files stay open between passes, so their names are built about once in a
+// cgroup's life; the thread list, opened every pass, has its name built
+// each time, a copy of some tens of bytes beside the open.
 type node struct {
 	name string // directory name; "" for the root
 	rel  string // path relative to the hierarchy root, "/" for the root
