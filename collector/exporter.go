@@ -36,6 +36,8 @@ var (
 		"Exited tasks remembered until the exit source has delivered their records, so that each counts once.", nil, nil)
 	evictedDesc = prometheus.NewDesc(namespace+"_tasks_retired_evicted_total",
 		"Exited tasks forgotten, past the bound, before the exit source had delivered their records; a record that comes later would count the task whole.", nil, nil)
+	unrecordedDesc = prometheus.NewDesc(namespace+"_tasks_retired_unrecorded_total",
+		"Exited tasks forgotten once the exit source had delivered every record that could have been theirs, none being (the ring had no room, or the kernel sent none); what each ran after the last pass that read it is not counted.", nil, nil)
 	lastPassDesc = prometheus.NewDesc(namespace+"_last_collection_timestamp_seconds",
 		"Unix time of the last completed pass.", nil, nil)
 	cgroupsDesc = prometheus.NewDesc(namespace+"_cgroups",
@@ -179,6 +181,7 @@ func (e *Exporter) collectSelf(ch chan<- prometheus.Metric, s *container.Snapsho
 	counter(ch, unlistedDesc, float64(c.Unlisted))
 	counter(ch, partialDesc, float64(c.PartialPasses))
 	counter(ch, evictedDesc, float64(c.RetiredEvicted))
+	counter(ch, unrecordedDesc, float64(c.RetiredUnrecorded))
 	ch <- prometheus.MustNewConstMetric(trackedDesc, prometheus.GaugeValue, float64(c.Tracked))
 	ch <- prometheus.MustNewConstMetric(pendingDesc, prometheus.GaugeValue, float64(c.PendingExits))
 	ch <- prometheus.MustNewConstMetric(retiredDesc, prometheus.GaugeValue, float64(c.RetiredTracked))

@@ -104,11 +104,14 @@ func TestLateExitRecordCountsOnce(t *testing.T) {
 	if c := r.table.Counters(); c.RetiredTracked != 1 {
 		t.Fatalf("%d retired tasks remembered, want 1", c.RetiredTracked)
 	}
+	if c := r.table.Counters(); c.RetiredUnrecorded != 0 {
+		t.Fatalf("%d retired tasks unrecorded before delivery, want 0", c.RetiredUnrecorded)
+	}
 	clk.ns += 11e9
 	r.table.ExitsDelivered(clk.ns)
 	r.pass()
-	if c := r.table.Counters(); c.RetiredTracked != 0 || c.RetiredEvicted != 0 {
-		t.Errorf("after delivery: %d remembered, %d evicted; want 0 and 0", c.RetiredTracked, c.RetiredEvicted)
+	if c := r.table.Counters(); c.RetiredTracked != 0 || c.RetiredEvicted != 0 || c.RetiredUnrecorded != 1 {
+		t.Errorf("after delivery: %d remembered, %d evicted, %d unrecorded; want 0, 0 and 1 (the task whose record never came)", c.RetiredTracked, c.RetiredEvicted, c.RetiredUnrecorded)
 	}
 }
 
@@ -139,6 +142,9 @@ func TestExitRecordDelay(t *testing.T) {
 	if got := totalsOf(r.pass())["/a"]; got != stat(130, 11, 2) {
 		t.Errorf("/a = %+v, want the final counters once", got)
 	}
+	if c := r.table.Counters(); c.RetiredUnrecorded != 0 {
+		t.Errorf("%d retired tasks unrecorded, want 0: the late record came", c.RetiredUnrecorded)
+	}
 	r.spawn(5, 10, 1, 1)
 	r.tree.Set("/a", 5)
 	r.pass()
@@ -148,8 +154,8 @@ func TestExitRecordDelay(t *testing.T) {
 	clk.ns += 21e9
 	r.table.ExitsDelivered(clk.ns)
 	r.pass()
-	if c := r.table.Counters(); c.RetiredTracked != 0 || c.RetiredEvicted != 0 {
-		t.Errorf("after delivery past the delay: %d remembered, %d evicted; want 0 and 0", c.RetiredTracked, c.RetiredEvicted)
+	if c := r.table.Counters(); c.RetiredTracked != 0 || c.RetiredEvicted != 0 || c.RetiredUnrecorded != 1 {
+		t.Errorf("after delivery past the delay: %d remembered, %d evicted, %d unrecorded; want 0, 0 and 1", c.RetiredTracked, c.RetiredEvicted, c.RetiredUnrecorded)
 	}
 }
 

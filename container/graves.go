@@ -16,13 +16,16 @@ const (
 	maxGraves = 1 << 17
 )
 
-// grave is what was counted for a retired task. filled is set for a task
-// of a restored table's State that exited while no daemon ran: its run
-// since last was filled from its cgroup's counter (restore.go).
+// grave is what was counted for a retired task. restored is set for a
+// task of a restored table's State that was gone at the restore: it
+// exited while no daemon ran, or before the save, so no record of it is
+// due. filled is set for such a task whose run since last was filled
+// from its cgroup's counter (restore.go).
 type grave struct {
-	last   schedstat.Stat
-	cg     *cgroupState
-	filled bool
+	last     schedstat.Stat
+	cg       *cgroupState
+	restored bool
+	filled   bool
 }
 
 // generation holds the tasks retired within exitMargin of its first.
@@ -45,6 +48,11 @@ type graveyard struct {
 	count   int
 	upTo    int64 // records delivered up to this clock
 	evicted uint64
+	// unrecorded counts retired tasks forgotten once every record that
+	// could have been theirs was delivered, none being: the ring had no
+	// room for it, or the kernel sent none. Their time after the last pass
+	// that read them is not counted.
+	unrecorded uint64
 }
 
 func (g *graveyard) bury(tid int32, e *entry, now int64) {
@@ -90,6 +98,12 @@ func (g *graveyard) expire() {
 		n := len(g.gens[drop].graves)
 		if g.gens[drop].end+g.margin() > g.upTo {
 			g.evicted += uint64(n)
+		} else {
+			for _, gr := range g.gens[drop].graves {
+				if !gr.restored {
+					g.unrecorded++
+				}
+			}
 		}
 		g.count -= n
 		drop++

@@ -249,13 +249,13 @@ func (t *Table) finishRestore() {
 	now := t.clock()
 	for tid, r := range rs.tasks {
 		if e, ok := t.tasks[tid]; !ok || e.start != r.start {
-			t.graves.put(tid, r.start, grave{last: r.last, cg: r.cg, filled: t.gapFilled(r.cg)}, now)
+			t.graves.put(tid, r.start, grave{last: r.last, cg: r.cg, restored: true, filled: t.gapFilled(r.cg)}, now)
 		}
 	}
 	// Tasks the last daemon retired ended before the save: a late record
 	// adds their last stretch, run included, which no counter filled.
 	for id, r := range rs.retired {
-		t.graves.put(id.tid, id.start, grave{last: r.last, cg: r.cg}, now)
+		t.graves.put(id.tid, id.start, grave{last: r.last, cg: r.cg, restored: true}, now)
 	}
 	for cg := range rs.cgroups {
 		if cg.seen != t.pass {

@@ -46,9 +46,14 @@ type Counters struct {
 	PendingOverflows uint64
 	// RetiredTracked is the number of retired tasks remembered for their
 	// exit records; RetiredEvicted counts those forgotten before the exit
-	// source had delivered their records, past the bound.
-	RetiredTracked int
-	RetiredEvicted uint64
+	// source had delivered their records, past the bound. RetiredUnrecorded
+	// counts those forgotten once it had delivered every record that could
+	// have been theirs, none being: the exit source's ring had no room for
+	// it, or the kernel sent none (exitcapture's README); the time such a
+	// task ran after the last pass that read it is not in the totals.
+	RetiredTracked    int
+	RetiredEvicted    uint64
+	RetiredUnrecorded uint64
 	// ReadErrors counts failed reads by Reason.
 	ReadErrors [numReasons]uint64
 	// UnattributedTotals counts cgroups whose totals, kept by a source that
@@ -162,7 +167,7 @@ func (t *Table) Counters() Counters {
 		c.Tracked = t.totals.tasks
 	}
 	c.PendingExits = len(t.pending.list)
-	c.RetiredTracked, c.RetiredEvicted = t.graves.len(), t.graves.evicted
+	c.RetiredTracked, c.RetiredEvicted, c.RetiredUnrecorded = t.graves.len(), t.graves.evicted, t.graves.unrecorded
 	c.MovedTasks = t.moved.len()
 	return c
 }
