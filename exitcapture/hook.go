@@ -1,5 +1,10 @@
 package exitcapture
 
+import (
+	"fmt"
+	"strings"
+)
+
 // Hook is the kernel event a Source takes a dead task's final counters at.
 type Hook int
 
@@ -41,4 +46,19 @@ func (h Hook) hooks() []Hook {
 		return []Hook{HookFree, HookSwitch}
 	}
 	return []Hook{h}
+}
+
+// Hooks returns the names ParseHook takes, as String gives them.
+func Hooks() []string {
+	return []string{HookAuto.String(), HookFree.String(), HookSwitch.String()}
+}
+
+// ParseHook returns the Hook whose String is name.
+func ParseHook(name string) (Hook, error) {
+	for _, h := range []Hook{HookAuto, HookFree, HookSwitch} {
+		if h.String() == name {
+			return h, nil
+		}
+	}
+	return HookAuto, fmt.Errorf("exit hook %q: not one of %s", name, strings.Join(Hooks(), ", "))
 }

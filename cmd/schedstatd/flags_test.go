@@ -39,6 +39,8 @@ func TestFlagErrors(t *testing.T) {
 		{[]string{"--cgroup.hierarchy=memory"}, "--cgroup.hierarchy=memory: not one of auto, unified, cpuacct, cpu, systemd"},
 		{[]string{"--exit-capture=maybe"}, "--exit-capture=maybe: not one of auto, on, off"},
 		{[]string{"--collect.source=bpf"}, "--collect.source=bpf: not one of auto, aggregate, iter, procfs"},
+		{[]string{"--exit-capture.hook=exit"}, "--exit-capture.hook=exit: not one of auto, sched_process_free, sched_switch"},
+		{[]string{"--exit-capture.hook=sched_switch", "--collect.source=aggregate"}, "--exit-capture.hook=sched_switch: the kernel totals (--collect.source=aggregate) take exits at sched_process_free only"},
 	} {
 		t.Run(strings.Join(tc.args, " "), func(t *testing.T) {
 			// A real address beside it: the bad flag alone is refused.

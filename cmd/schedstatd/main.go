@@ -25,6 +25,7 @@ import (
 	"github.com/schedstatd/schedstatd/cgroupfs"
 	"github.com/schedstatd/schedstatd/collector"
 	"github.com/schedstatd/schedstatd/cri"
+	"github.com/schedstatd/schedstatd/exitcapture"
 	"github.com/schedstatd/schedstatd/internal/loadmode"
 	"github.com/schedstatd/schedstatd/procsource"
 )
@@ -50,6 +51,9 @@ type config struct {
 	runtimeEndpoint string
 	// exitCapture is auto, on or off.
 	exitCapture string
+	// exitHook is the tracepoint exit capture takes final counters at,
+	// as exitcapture.Hooks names it.
+	exitHook string
 	// collectSource is auto, aggregate, iter or procfs.
 	collectSource string
 	// bpfPinPath is where the kernel totals' maps are pinned, "" for
@@ -135,6 +139,7 @@ func addServeFlags(cmd *kingpin.CmdClause, cfg *config) {
 	durationFlag(cmd, "web.shutdown-timeout", "How long to let scrapes in flight finish on SIGTERM or SIGINT.", "5s", &cfg.shutdownWait, 0, 10*time.Minute)
 	enumFlag(cmd, "collect.source", "Where threads are read: aggregate keeps per-cgroup totals in the kernel, a BPF task iterator crediting each thread's increase there, and a pass reads one entry per cgroup (Linux 5.11+, the host PID namespace; with its maps pinned, see bpf.pin-path, and the state file a restart of the daemon loses nothing of live threads); iter reads every thread in one BPF task-iterator read per pass (kernel BTF and CAP_BPF with CAP_PERFMON, or root); procfs reads cgroup thread lists and one /proc file per thread; auto uses aggregate where bpf.pin-path is on a bpf filesystem mounted already (the host's) and it loads, else iter where it loads, else procfs.", "auto", &cfg.collectSource, "auto", "aggregate", "iter", "procfs")
 	enumFlag(cmd, "exit-capture", "Count each thread's time up to its exit with an eBPF program on sched_process_free (sched_switch where that cannot attach): auto uses it when kernel BTF and CAP_BPF with CAP_PERFMON (or root) allow, on requires it, off polls only.", string(loadmode.Auto), &cfg.exitCapture, loadmode.Modes()...)
+	enumFlag(cmd, "exit-capture.hook", "The tracepoint exit capture takes an exited thread's final counters at: sched_process_free runs once per task and never on a context switch, but on Linux 6.18 the kernel was seen to send nothing there for a few threads in a thousand in some runs, whose time since the last pass is then lost (schedstatd_tasks_retired_unrecorded_total counts them); sched_switch brings every thread, for a few instructions on every context switch of the node; auto takes sched_process_free where it attaches, else sched_switch. The kernel totals take exits at sched_process_free only: with sched_switch, --collect.source=auto does not take them, and aggregate is refused.", exitcapture.HookAuto.String(), &cfg.exitHook, exitcapture.Hooks()...)
 	cmd.Flag("bpf.pin-path", "Directory on a bpf filesystem where the aggregate source pins its maps (each thread's last visit, each cgroup's totals), so that a restart of the daemon goes on with them and, with the state file, loses no thread's time; made if missing, with a bpf filesystem mounted at "+aggregate.BPFFSRoot+" first if none is. Empty turns it off.").Default(aggregate.BPFFSRoot + "/schedstatd").StringVar(&cfg.bpfPinPath)
 	cmd.Flag("container-runtime-endpoint", "CRI socket of the container runtime, for the container, pod, namespace and image labels: auto takes the first of "+strings.Join(cri.DefaultEndpoints, ", ")+" that exists; none turns the lookup off.").Default(cri.Auto).StringVar(&cfg.runtimeEndpoint)
 	addStateFlags(cmd, &cfg.state)
@@ -150,7 +155,16 @@ func (cfg *config) check() error {
 	if err := cfg.selection.compile(); err != nil {
 		return err
 	}
+	if cfg.switchHook() && cfg.collectSource == "aggregate" {
+		return fmt.Errorf("--exit-capture.hook=%s: the kernel totals (--collect.source=aggregate) take exits at %s only; --collect.source=iter takes them at either", cfg.exitHook, exitcapture.HookFree)
+	}
 	return checkListenAddresses(*cfg.web.WebListenAddresses)
+}
+
+// switchHook reports whether exit capture, on or auto, was asked to take
+// exits at sched_switch.
+func (cfg *config) switchHook() bool {
+	return cfg.exitHook == exitcapture.HookSwitch.String() && loadmode.Mode(cfg.exitCapture) != loadmode.Off
 }
 
 // onHangup logs each SIGHUP that hup delivers until ctx ends, instead of dying of it. There

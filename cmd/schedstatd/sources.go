@@ -76,7 +76,11 @@ func openSources(cfg *config, logger *slog.Logger) (*sources, error) {
 	// split a moved task's time at the move, as exit capture's move
 	// records do for the task sources.
 	exits := loadmode.Mode(cfg.exitCapture) != loadmode.Off
-	if src.agg, err = aggregate.Select(aggregateMode(cfg.collectSource, cfg.bpfPinPath), aggregate.Options{Hierarchy: h, Exits: exits, Moves: exits, PinPath: cfg.bpfPinPath, Logger: logger}, logger); err != nil {
+	aggMode := aggregateMode(cfg.collectSource, cfg.bpfPinPath)
+	if cfg.switchHook() {
+		aggMode = loadmode.Off // the kernel totals take exits at sched_process_free only (config.check)
+	}
+	if src.agg, err = aggregate.Select(aggMode, aggregate.Options{Hierarchy: h, Exits: exits, Moves: exits, PinPath: cfg.bpfPinPath, Logger: logger}, logger); err != nil {
 		src.close()
 		return nil, fmt.Errorf("--collect.source=%s: %w", cfg.collectSource, err)
 	}
@@ -96,7 +100,7 @@ func openSources(cfg *config, logger *slog.Logger) (*sources, error) {
 			// whole budget.
 			procs.Budget.CgroupShare = 0
 		}
-		if src.exits, err = exitcapture.Select(loadmode.Mode(cfg.exitCapture), exitcapture.Options{Hierarchy: h}, logger); err != nil {
+		if src.exits, err = exitcapture.Select(loadmode.Mode(cfg.exitCapture), exitcapture.Options{Hierarchy: h, Hook: exitHook(cfg.exitHook)}, logger); err != nil {
 			src.close()
 			return nil, err // it names --exit-capture=on already
 		}
@@ -260,4 +264,11 @@ func (s *sources) afterRestore(table *container.Table) error {
 		return fmt.Errorf("--collect.source=aggregate: %w", err)
 	}
 	return nil
+}
+
+// exitHook is the exit hook name names; the flag has been checked to be
+// one of exitcapture.Hooks, and anything else is HookAuto.
+func exitHook(name string) exitcapture.Hook {
+	h, _ := exitcapture.ParseHook(name)
+	return h
 }
