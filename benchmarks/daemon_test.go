@@ -62,6 +62,9 @@ type daemonRow struct {
 	passes                      float64
 	cpuMsPerPass, nsPerThread   float64
 	rssMiB, peakMiB             float64
+	// fileMiB is the part of rssMiB mapped from files (RssFile): the
+	// binary's pages, shared with the page cache.
+	fileMiB float64
 	// heapMiB is the Go heap in use (go_memstats_heap_inuse_bytes), for
 	// the daemon.
 	heapMiB                          float64
@@ -153,6 +156,7 @@ func BenchmarkDaemon(b *testing.B) {
 					b.ReportMetric(row.cpuMsPerPass, "cpu-ms/pass")
 					b.ReportMetric(row.nsPerThread, "cpu-ns/thread/pass")
 					b.ReportMetric(row.rssMiB, "rss-MiB")
+					b.ReportMetric(row.fileMiB, "rss-file-MiB")
 					b.ReportMetric(row.scrapeMs, "scrape-ms")
 				})
 			}
@@ -301,7 +305,7 @@ func runDesign(b *testing.B, bin string, w daemonWorkload, threads int, d daemon
 	}
 	s1 := sampleOf(b, pid)
 	passes1 := p.metricValue("schedstatd_collections_total")
-	rss, peak := memory(b, pid)
+	rss, peak, file := memory(b, pid)
 	heap := p.metricValue("go_memstats_heap_inuse_bytes")
 	if dir := os.Getenv(envPerf); dir != "" {
 		profile(b, dir, w.name+"-"+d.name, pid, p, scrapeEvery)
@@ -309,7 +313,7 @@ func runDesign(b *testing.B, bin string, w daemonWorkload, threads int, d daemon
 	wall := s1.when.Sub(s0.when).Seconds()
 	cpu := float64(s1.cpuTicks-s0.cpuTicks) / userHZ
 	row := daemonRow{workload: w.name, design: d.name, cpuPct: 100 * cpu / wall,
-		rssMiB: float64(rss) / (1 << 20), peakMiB: float64(peak) / (1 << 20),
+		rssMiB: float64(rss) / (1 << 20), peakMiB: float64(peak) / (1 << 20), fileMiB: float64(file) / (1 << 20),
 		scrapeMs: ms(medianOf(times)), scrapeMaxMs: ms(maxTime), scrapeKiB: float64(size) / 1024, scrapes: len(times),
 		load: [2]float64{load0, loadAverage(b)}, heapMiB: max(heap, 0) / (1 << 20)}
 	for name, t1 := range s1.bpf {
@@ -337,11 +341,11 @@ func printDaemonTable(w io.Writer, rows []daemonRow, run, scrapeEvery time.Durat
 		return
 	}
 	fmt.Fprintf(w, "\nBenchmarkDaemon: each design %v, scraped every %v (OpenMetrics, gzip), --collect.interval=1s\n\n", run, scrapeEvery)
-	fmt.Fprintln(w, "| workload | design | CPU % of a core | BPF % in its CPU | BPF % outside it | passes | CPU ms/pass | CPU ns/thread/pass | RSS MiB (peak) | Go heap MiB | scrape ms median (max) | scrape KiB | load avg |")
-	fmt.Fprintln(w, "|---|---|---|---|---|---|---|---|---|---|---|---|---|")
+	fmt.Fprintln(w, "| workload | design | CPU % of a core | BPF % in its CPU | BPF % outside it | passes | CPU ms/pass | CPU ns/thread/pass | RSS MiB (peak) | of it file-backed MiB | Go heap MiB | scrape ms median (max) | scrape KiB | load avg |")
+	fmt.Fprintln(w, "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|")
 	for _, r := range rows {
-		fmt.Fprintf(w, "| %s | %s | %.3f | %.3f | %.3f | %.0f | %.2f | %.0f | %.1f (%.1f) | %.1f | %.1f (%.1f) | %.0f | %.1f-%.1f |\n",
-			r.workload, r.design, r.cpuPct, r.bpfInPct, r.bpfOutPct, r.passes, r.cpuMsPerPass, r.nsPerThread, r.rssMiB, r.peakMiB, r.heapMiB, r.scrapeMs, r.scrapeMaxMs, r.scrapeKiB, r.load[0], r.load[1])
+		fmt.Fprintf(w, "| %s | %s | %.3f | %.3f | %.3f | %.0f | %.2f | %.0f | %.1f (%.1f) | %.1f | %.1f | %.1f (%.1f) | %.0f | %.1f-%.1f |\n",
+			r.workload, r.design, r.cpuPct, r.bpfInPct, r.bpfOutPct, r.passes, r.cpuMsPerPass, r.nsPerThread, r.rssMiB, r.peakMiB, r.fileMiB, r.heapMiB, r.scrapeMs, r.scrapeMaxMs, r.scrapeKiB, r.load[0], r.load[1])
 	}
 	fmt.Fprintln(w)
 }

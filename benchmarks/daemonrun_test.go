@@ -178,23 +178,26 @@ func bpfRunTimes(tb testing.TB, pid int) map[string]time.Duration {
 	return out
 }
 
-// memory returns the process's resident set now and at its peak, in
-// bytes (VmRSS and VmHWM).
-func memory(tb testing.TB, pid int) (rss, peak uint64) {
+// memory returns the process's resident set now and at its peak, and of
+// it now the pages mapped from files (VmRSS, VmHWM and RssFile), in bytes.
+// The file pages are mostly the binary's, clean and shared with the page
+// cache; the rest is the process's own memory.
+func memory(tb testing.TB, pid int) (rss, peak, file uint64) {
 	tb.Helper()
 	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
 	if err != nil {
 		tb.Fatal(err)
 	}
+	fields := map[string]*uint64{"VmRSS:": &rss, "VmHWM:": &peak, "RssFile:": &file}
 	for _, line := range strings.Split(string(b), "\n") {
-		for key, dst := range map[string]*uint64{"VmRSS:": &rss, "VmHWM:": &peak} {
+		for key, dst := range fields {
 			if v, ok := strings.CutPrefix(line, key); ok {
 				kb, _ := strconv.ParseUint(strings.TrimSuffix(strings.TrimSpace(v), " kB"), 10, 64)
 				*dst = kb << 10
 			}
 		}
 	}
-	return rss, peak
+	return rss, peak, file
 }
 
 // metricValue returns the value of the first sample of the metric name in
